@@ -1,0 +1,130 @@
+"""Benchmarks: polyc next to numpy and onnxruntime, measured in the same process.
+
+    python benchmarks/run.py [--repeat N] [--threads 1] [--cases mlp,matmul512] [--json out.json]
+
+For each case it prints polyc's compile time and the median run time of polyc,
+numpy and onnxruntime (each after warm-up), and the ratios polyc/numpy and
+polyc/onnxruntime (below 1.0 means polyc is faster). It also checks polyc's
+outputs against onnxruntime before timing. Results go to JSON
+(default benchmarks/results/latest.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import polyc  # noqa: E402
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=17):
+    graph = helper.make_graph(nodes, "bench", inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return model
+
+
+def _vi(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
+
+
+def matmul_case(m, k, n):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    model = _model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+                   [_vi("a", a.shape), _vi("b", b.shape)], [_vi("y", (m, n))])
+    return f"matmul {m}x{k}x{n}", model, {"a": a, "b": b}, lambda: a @ b
+
+
+def mlp_case():
+    """The bundled example; its numpy column is left empty (onnxruntime is the reference)."""
+    model = onnx.load(str(HERE.parent / "examples" / "mlp.onnx"))
+    x = np.load(HERE.parent / "examples" / "mlp_input.npy")
+    return "mlp (examples/mlp.onnx)", model, {"x": x}, None
+
+
+CASES = {
+    "mlp": mlp_case,
+    "matmul256": lambda: matmul_case(256, 256, 256),
+    "matmul512": lambda: matmul_case(512, 512, 512),
+}
+
+
+def median_time(fn, repeat):
+    fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def run_case(name, model, inputs, numpy_fn, repeat, threads):
+    import onnxruntime as ort
+
+    start = time.perf_counter()
+    compiled = polyc.compile(model)
+    compile_s = time.perf_counter() - start
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    expected = session.run(None, inputs)
+    got = compiled.run(inputs)
+    for ref, out in zip(expected, got.values()):
+        np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+    row = {"case": name, "compile_s": compile_s,
+           "polyc_s": median_time(lambda: compiled.run(inputs), repeat),
+           "onnxruntime_s": median_time(lambda: session.run(None, inputs), repeat)}
+    row["numpy_s"] = median_time(numpy_fn, repeat) if numpy_fn else None
+    row["polyc/onnxruntime"] = row["polyc_s"] / row["onnxruntime_s"]
+    row["polyc/numpy"] = row["polyc_s"] / row["numpy_s"] if numpy_fn else None
+    return row
+
+
+def _fmt(value, scale=1e3):
+    return "-" if value is None else f"{value * scale:.3f}"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--json", default=str(HERE / "results" / "latest.json"))
+    args = parser.parse_args(argv)
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    rows = [run_case(*CASES[name](), args.repeat, args.threads)
+            for name in args.cases.split(",")]
+    header = (f"{'case':<28}{'compile ms':>12}{'polyc ms':>11}{'numpy ms':>11}{'ort ms':>10}"
+              f"{'polyc/numpy':>13}{'polyc/ort':>11}")
+    print(header)
+    for r in rows:
+        ratio_np = "-" if r["polyc/numpy"] is None else f"{r['polyc/numpy']:.2f}"
+        print(f"{r['case']:<28}{_fmt(r['compile_s']):>12}{_fmt(r['polyc_s']):>11}"
+              f"{_fmt(r['numpy_s']):>11}{_fmt(r['onnxruntime_s']):>10}{ratio_np:>13}"
+              f"{r['polyc/onnxruntime']:>11.2f}")
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    meta = {"machine": platform.processor() or platform.machine(), "threads": args.threads,
+            "repeat": args.repeat, "polyc": polyc.__version__}
+    Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

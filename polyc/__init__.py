@@ -1,0 +1,32 @@
+"""polyc: a polyhedral scheduling compiler for ONNX models.
+
+``polyc.compile(path)`` compiles in process (JIT); ``polyc.load(path)`` opens an
+ahead-of-time artifact and needs only numpy and ctypes.
+"""
+
+from polyc.errors import (  # noqa: F401
+    ArtifactError,
+    CodegenError,
+    IllegalScheduleError,
+    InputError,
+    ModelError,
+    NotAffineError,
+    PolycError,
+    ShapeError,
+    UnsupportedDtypeError,
+    UnsupportedOpError,
+)
+
+__version__ = "0.1.0"
+
+
+def compile(model, **options):  # noqa: A001 - the natural name for a compiler's entry
+    """Compile an ONNX model (path, bytes or ``onnx.ModelProto``) to a JIT-run model."""
+    from polyc.pipeline import compile_model
+    return compile_model(model, **options)
+
+
+def load(path):
+    """Open an AOT artifact written by ``polyc compile``; imports neither islpy nor llvmlite."""
+    from polyc.runtime.artifact import load_artifact
+    return load_artifact(path)

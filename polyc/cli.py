@@ -1,0 +1,313 @@
+"""The ``polyc`` command line: compile, run, inspect and benchmark ONNX models.
+
+Every command takes either an ONNX model (``*.onnx``, compiled in process) or an
+artifact written by ``polyc compile`` (any other path). Errors polyc raises on
+purpose print as one ``polyc: error: ...`` line and exit 1; anything else is an
+internal error (exit 2) whose traceback ``--debug`` shows.
+
+Heavy modules (islpy, llvmlite, onnx) are imported only when an ONNX model is
+compiled: running an artifact needs numpy alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from polyc.errors import InputError, ModelError, PolycError
+
+FUSE_POLICIES = ("smart", "none", "max")
+SHOWN_VALUES = 6
+
+EPILOG = """\
+examples:
+  polyc compile examples/mlp.onnx -o mlp.so
+  polyc run mlp.so --input x=examples/mlp_input.npy
+  polyc run examples/mlp.onnx --seed 1 -o outputs.npz
+  polyc inspect examples/mlp.onnx --fuse max
+  polyc inspect mlp.so
+  polyc bench examples/mlp.onnx --repeat 100
+
+environment: POLYC_DEBUG=1..4 (stage times, IR, dependences, LLVM IR), POLYC_CC (linker),
+OMP_NUM_THREADS (threads of parallel loops).
+"""
+
+
+# --- argument parsing -------------------------------------------------------------------
+
+
+def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """``x=1,3,224,224`` -> ``("x", (1, 3, 224, 224))``."""
+    name, sep, dims = text.partition("=")
+    try:
+        shape = tuple(int(d) for d in dims.split(",")) if dims else ()
+    except ValueError:
+        shape = None
+    if not sep or not name or shape is None or any(d < 0 for d in shape):
+        raise argparse.ArgumentTypeError(f"expected NAME=D0,D1,... (e.g. x=4,64), got {text!r}")
+    return name, shape
+
+
+def add_compile_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("compilation (ONNX models only)")
+    group.add_argument("--scheduler", metavar="NAME",
+                       help="affine scheduler, e.g. 'isl' for isl's own (default: polyc's)")
+    group.add_argument("--fuse", choices=FUSE_POLICIES,
+                       help="fusion policy (default: smart)")
+    group.add_argument("--shape", metavar="NAME=D0,D1,...", type=parse_shape, action="append",
+                       default=[], help="fix the shape of input NAME (repeatable)")
+
+
+def add_input_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", metavar="NAME=FILE.npy", action="append", default=[],
+                        help="input NAME read from a .npy file (repeatable)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the random normal inputs used when no --input is given "
+                             "(default: 0)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="polyc", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A polyhedral compiler for ONNX models.")
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show the traceback of any error")
+    parser.add_argument("--debug", action="store_true", default=False,
+                        help="show the traceback of any error")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name, handler, help_text, examples):
+        sub = commands.add_parser(name, parents=[debug], help=help_text, description=help_text,
+                                  epilog="examples:\n" + "".join(f"  {e}\n" for e in examples),
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    sub = command("compile", compile_command, "compile an ONNX model to a shared library",
+                  ["polyc compile examples/mlp.onnx -o mlp.so",
+                   "polyc compile model.onnx -o model.so --fuse max --shape x=8,64 --check"])
+    sub.add_argument("model", metavar="MODEL.onnx")
+    sub.add_argument("-o", "--output", metavar="OUT.so",
+                     help="artifact to write (default: MODEL's name with .so, here)")
+    add_compile_options(sub)
+    sub.add_argument("--check", action=argparse.BooleanOptionalAction, default=None,
+                     help="check (or not) every schedule's legality while compiling "
+                          "(default: the pipeline's)")
+    sub.add_argument("--report", action="store_true", help="print the compilation report too")
+
+    sub = command("run", run_command, "run a model or artifact once and show its outputs",
+                  ["polyc run mlp.so --input x=examples/mlp_input.npy",
+                   "polyc run examples/mlp.onnx --seed 3 -o out.npz"])
+    sub.add_argument("target", metavar="ARTIFACT.so|MODEL.onnx")
+    add_input_options(sub)
+    sub.add_argument("-o", "--output", metavar="OUT.npz", help="save all outputs to an .npz")
+    add_compile_options(sub)
+
+    sub = command("inspect", inspect_command,
+                  "show the compiled schedule of a model, or the manifest of an artifact",
+                  ["polyc inspect examples/mlp.onnx --scheduler isl", "polyc inspect mlp.so"])
+    sub.add_argument("target", metavar="MODEL.onnx|ARTIFACT.so")
+    add_compile_options(sub)
+
+    sub = command("bench", bench_command,
+                  "median run time of polyc (and of onnxruntime for an ONNX model)",
+                  ["polyc bench examples/mlp.onnx --repeat 200",
+                   "polyc bench mlp.so --input x=examples/mlp_input.npy"])
+    sub.add_argument("target", metavar="MODEL.onnx|ARTIFACT.so")
+    add_input_options(sub)
+    sub.add_argument("--repeat", type=int, default=50, metavar="N",
+                     help="timed runs after one warm-up run (default: 50)")
+    add_compile_options(sub)
+    return parser
+
+
+# --- opening models, reading inputs -----------------------------------------------------
+
+
+def is_onnx(path: str) -> bool:
+    return Path(path).suffix.lower() == ".onnx"
+
+
+def compile_options(args) -> dict:
+    """The options given on the command line, so that the pipeline's defaults apply to the rest."""
+    options = {"scheduler": args.scheduler, "fuse": args.fuse,
+               "shapes": dict(args.shape) or None, "check": getattr(args, "check", None)}
+    return {key: value for key, value in options.items() if value is not None}
+
+
+def compile_onnx(path: str, args):
+    if not Path(path).is_file():
+        raise ModelError(f"no such model file: {path}")
+    from polyc.pipeline import compile_model  # heavy: islpy, llvmlite, onnx
+    return compile_model(path, **compile_options(args))
+
+
+def open_target(args):
+    """A compiled ONNX model (JIT) or a loaded artifact, by the target's suffix."""
+    if is_onnx(args.target):
+        return compile_onnx(args.target, args)
+    from polyc.runtime.artifact import load_artifact
+    return load_artifact(args.target)
+
+
+def read_inputs(model, args) -> dict[str, np.ndarray]:
+    """``--input NAME=FILE.npy`` arrays, or seeded random ones for every input if none."""
+    if not args.input:
+        rng = np.random.default_rng(args.seed)
+        return {spec.name: rng.standard_normal(spec.shape).astype(spec.dtype)
+                for spec in model.inputs}
+    inputs = {}
+    for item in args.input:
+        name, sep, file = item.partition("=")
+        if not sep:
+            name, file = sole_input_name(model, item), item
+        inputs[name] = load_npy(name, file)
+    return inputs
+
+
+def sole_input_name(model, item: str) -> str:
+    if len(model.inputs) != 1:
+        names = ", ".join(spec.name for spec in model.inputs)
+        raise InputError(f"--input {item}: write NAME=FILE.npy (this model takes {names})")
+    return model.inputs[0].name
+
+
+def load_npy(name: str, file: str) -> np.ndarray:
+    if not Path(file).is_file():
+        raise InputError(f"no such input file for '{name}': {file}")
+    try:
+        array = np.load(file, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise InputError(f"cannot read input '{name}' from {file}: {error}") from None
+    if not isinstance(array, np.ndarray):
+        raise InputError(f"input file {file} holds several arrays; give one .npy per input")
+    return array
+
+
+# --- commands ---------------------------------------------------------------------------
+
+
+def compile_command(args) -> None:
+    output = Path(args.output) if args.output else Path(Path(args.model).stem + ".so")
+    clock = time.perf_counter()
+    compiled = compile_onnx(args.model, args)
+    compiled.save(output)
+    print(f"wrote {output} in {time.perf_counter() - clock:.2f} s")
+    if args.report:
+        print(compiled.report())
+
+
+def run_command(args) -> None:
+    model = open_target(args)
+    outputs = model.run(read_inputs(model, args))
+    if args.output:
+        try:
+            np.savez(args.output, **outputs)
+        except OSError as error:
+            raise PolycError(f"cannot write {args.output}: {error.strerror or error}") from None
+        print(f"wrote {args.output} ({', '.join(outputs)})")
+        return
+    for name, array in outputs.items():
+        print(describe(name, array))
+
+
+def describe(name: str, array: np.ndarray) -> str:
+    """``y: float32[4, 10] = [0.0123, ...]``: an output's name, shape, dtype, first values."""
+    flat = array.reshape(-1)
+    values = ", ".join(f"{v:.6g}" for v in flat[:SHOWN_VALUES].tolist())
+    more = ", ..." if flat.size > SHOWN_VALUES else ""
+    return f"{name}: {array.dtype}[{', '.join(map(str, array.shape))}] = [{values}{more}]"
+
+
+def inspect_command(args) -> None:
+    if is_onnx(args.target):
+        print(compile_onnx(args.target, args).inspect())
+        return
+    from polyc.runtime.artifact import load_artifact
+    print(manifest_json(load_artifact(args.target).manifest))
+
+
+def manifest_json(manifest: dict) -> str:
+    """The manifest as JSON, one top-level key a line (shapes stay on one line)."""
+    lines = [f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in manifest.items()]
+    return "{\n" + ",\n".join(lines) + "\n}"
+
+
+def bench_command(args) -> None:
+    if args.repeat < 1:
+        raise InputError(f"--repeat must be at least 1, got {args.repeat}")
+    model = open_target(args)
+    inputs = read_inputs(model, args)
+    ours = median_seconds(lambda: model.run(inputs), args.repeat)
+    print(f"polyc        {ours * 1e3:10.4f} ms  (median of {args.repeat})")
+    if not is_onnx(args.target):
+        return
+    try:
+        theirs = onnxruntime_seconds(args.target, inputs, args.repeat)
+    except Exception as error:  # noqa: BLE001 - a comparison, not polyc's own failure
+        print(f"onnxruntime  failed: {type(error).__name__}: {one_line(error)}")
+        return
+    if theirs is None:
+        print("onnxruntime  not installed")
+        return
+    print(f"onnxruntime  {theirs * 1e3:10.4f} ms  (median of {args.repeat})")
+    print(f"speedup      {theirs / ours:10.2f} x  (onnxruntime time / polyc time)")
+
+
+def median_seconds(run, repeat: int) -> float:
+    run()  # warm-up: first-touch of pages, lazy binding
+    times = []
+    for _ in range(repeat):
+        clock = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - clock)
+    return statistics.median(times)
+
+
+def onnxruntime_seconds(path: str, inputs: dict, repeat: int) -> float | None:
+    try:
+        import onnxruntime
+    except ImportError:
+        return None
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return median_seconds(lambda: session.run(None, inputs), repeat)
+
+
+# --- entry point ------------------------------------------------------------------------
+
+
+def one_line(error: BaseException) -> str:
+    return " | ".join(line.strip() for line in str(error).splitlines() if line.strip())
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.handler(args)
+    except BrokenPipeError:  # e.g. `polyc inspect m.so | head`: the reader left, stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except PolycError as error:
+        if args.debug:
+            raise
+        print(f"polyc: error: {one_line(error)}", file=sys.stderr)
+        return 1
+    except Exception as error:  # the CLI's last line of defence
+        if args.debug:
+            raise
+        print(f"polyc: internal error: {type(error).__name__}: {one_line(error)} "
+              "(rerun with --debug for a traceback)", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""isl AST generation from a schedule tree.
+
+At each statement instance the AST build gives us the schedule -> domain map; every
+access's row-major element offset is pulled back through it and turned into an isl
+AST expression of the loop iterators, so isl simplifies it (no floor/mod left for
+affine accesses). The user node is annotated with an id naming its :class:`Instance`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from polyc.errors import CodegenError
+from polyc.islutil import flat_offset
+from polyc.scop.model import Scop, Statement
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One user node of the AST: a statement and its access offsets as AST expressions."""
+
+    statement: Statement
+    write: isl.AstExpr
+    reads: tuple[isl.AstExpr, ...]
+
+
+@dataclass(frozen=True)
+class LoopProgram:
+    """The AST of a whole schedule plus the instances its user nodes refer to."""
+
+    root: isl.AstNode
+    instances: tuple[Instance, ...]
+
+    def instance(self, node: isl.AstNode) -> Instance:
+        return self.instances[int(node.get_annotation().get_name()[1:])]
+
+    def __str__(self) -> str:
+        return self.root.to_C_str()
+
+
+def build_ast(scop: Scop, schedule: isl.Schedule) -> LoopProgram:
+    """Generate loops for ``schedule`` with access offsets computed by isl."""
+    offsets = {s.name: _statement_offsets(scop, s) for s in scop.statements}
+    instances: list[Instance] = []
+    failures: list[BaseException] = []
+
+    def at_each_domain(node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
+        try:
+            name = node.user_get_expr().op_get_arg(0).id_get_id().get_name()
+            schedule_map = isl.Map.from_union_map(build.get_schedule())
+            iterators = isl.PwMultiAff.from_map(schedule_map.reverse())
+            write, *reads = [build.expr_from_pw_aff(off.pullback_pw_multi_aff(iterators))
+                             for off in offsets[name]]
+            instances.append(Instance(scop.statement(name), write, tuple(reads)))
+            return node.set_annotation(isl.Id(f"I{len(instances) - 1}", context=scop.ctx))
+        except BaseException as err:  # isl swallows callback exceptions: keep them
+            failures.append(err)
+            return node
+
+    build = isl.AstBuild.from_context(isl.Set.universe(isl.Space.params_alloc(scop.ctx, 0)))
+    build, _keepalive = build.set_at_each_domain(at_each_domain)
+    try:
+        root = build.node_from_schedule(schedule)
+    except isl.Error as err:
+        raise CodegenError(f"isl AST generation failed: {err}") from err
+    if failures:
+        raise CodegenError(f"AST generation callback failed: {failures[0]!r}") from failures[0]
+    return LoopProgram(root, tuple(instances))
+
+
+def _statement_offsets(scop: Scop, statement: Statement) -> list[isl.PwAff]:
+    """Element offsets of the write, then of each read, as functions of the instance."""
+    accesses = (statement.write,) + statement.reads
+    return [flat_offset(a.relation, scop.array(a.array).shape) for a in accesses]

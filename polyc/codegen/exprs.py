@@ -1,0 +1,118 @@
+"""Expression tables: isl AST integer expressions and core float functions -> LLVM IR.
+
+Index arithmetic is i64. ``fdiv_q`` is floor division (rounds towards -inf), not
+``sdiv``; ``pdiv_q``/``pdiv_r`` have a non-negative dividend, so ``sdiv``/``srem`` do.
+Float arithmetic carries the ``reassoc`` and ``contract`` fast-math flags (FMA and
+vectorised reductions), and nothing that changes results on NaN or infinity.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+from llvmlite import ir
+
+I1 = ir.IntType(1)
+I64 = ir.IntType(64)
+F32 = ir.FloatType()
+FAST = ("reassoc", "contract")
+
+op = isl.ast_expr_op_type
+
+
+def _floor_div(b: ir.IRBuilder, x, y):
+    """floor(x / y) for y > 0: sdiv on x, or on x - (y - 1) when x is negative."""
+    adjusted = b.sub(x, b.sub(y, ir.Constant(I64, 1)))
+    negative = b.icmp_signed("<", x, ir.Constant(I64, 0))
+    return b.sdiv(b.select(negative, adjusted, x), y)
+
+
+def _cmp(pred):
+    return lambda b, x, y: b.icmp_signed(pred, x, y)
+
+
+def _pick(pred):
+    return lambda b, x, y: b.select(b.icmp_signed(pred, x, y), x, y)
+
+
+INT_OPS = {
+    op.add: lambda b, x, y: b.add(x, y),
+    op.sub: lambda b, x, y: b.sub(x, y),
+    op.mul: lambda b, x, y: b.mul(x, y),
+    op.minus: lambda b, x: b.neg(x),
+    op.div: lambda b, x, y: b.sdiv(x, y),     # exact division
+    op.pdiv_q: lambda b, x, y: b.sdiv(x, y),  # dividend known non-negative
+    op.pdiv_r: lambda b, x, y: b.srem(x, y),
+    op.zdiv_r: lambda b, x, y: b.srem(x, y),  # only compared with zero
+    op.fdiv_q: _floor_div,
+    op.min: _pick("<"),
+    op.max: _pick(">"),
+    op.eq: _cmp("=="),
+    op.le: _cmp("<="),
+    op.lt: _cmp("<"),
+    op.ge: _cmp(">="),
+    op.gt: _cmp(">"),
+    op.and_: lambda b, x, y: b.and_(x, y),
+    op.and_then: lambda b, x, y: b.and_(x, y),  # no side effects: no need to short-cut
+    op.or_: lambda b, x, y: b.or_(x, y),
+    op.or_else: lambda b, x, y: b.or_(x, y),
+    op.select: lambda b, c, x, y: b.select(c, x, y),
+    op.cond: lambda b, c, x, y: b.select(c, x, y),
+}
+
+
+def int_expr(b: ir.IRBuilder, expr: isl.AstExpr, lookup) -> ir.Value:
+    """Lower an isl AST expression; ``lookup(name)`` gives the value of an iterator."""
+    kind = expr.get_type()
+    if kind == isl.ast_expr_type.int:
+        return ir.Constant(I64, expr.int_get_val().to_python())
+    if kind == isl.ast_expr_type.id:
+        return lookup(expr.id_get_id().get_name())
+    emit = INT_OPS.get(expr.op_get_type())
+    if emit is None:
+        raise NotImplementedError(f"isl AST operator {expr.op_get_type()} in {expr.to_C_str()}")
+    args = [int_expr(b, expr.op_get_arg(k), lookup) for k in range(expr.op_get_n_arg())]
+    return emit(b, *args)
+
+
+def _flagged(instr):
+    instr.flags.extend(FAST)
+    return instr
+
+
+def _intrinsic(module: ir.Module, name: str, arity: int) -> ir.Function:
+    fnty = ir.FunctionType(F32, [F32] * arity)
+    return module.declare_intrinsic(f"{name}.f32", fnty=fnty)
+
+
+def _call_intrinsic(name: str):
+    def emit(b: ir.IRBuilder, *args):
+        return b.call(_intrinsic(b.module, name, len(args)), args)
+    return emit
+
+
+def _sigmoid(b: ir.IRBuilder, x):
+    one = ir.Constant(F32, 1.0)
+    e = _call_intrinsic("llvm.exp")(b, b.fneg(x))
+    return b.fdiv(one, _flagged(b.fadd(one, e)))
+
+
+def _relu(b: ir.IRBuilder, x):
+    return _call_intrinsic("llvm.maxnum")(b, x, ir.Constant(F32, 0.0))
+
+
+FLOAT_FUNCTIONS = {
+    "add": lambda b, x, y: _flagged(b.fadd(x, y)),
+    "sub": lambda b, x, y: _flagged(b.fsub(x, y)),
+    "mul": lambda b, x, y: _flagged(b.fmul(x, y)),
+    "div": lambda b, x, y: b.fdiv(x, y),
+    "neg": lambda b, x: b.fneg(x),
+    "abs": _call_intrinsic("llvm.fabs"),
+    "exp": _call_intrinsic("llvm.exp"),
+    "log": _call_intrinsic("llvm.log"),
+    "sqrt": _call_intrinsic("llvm.sqrt"),
+    "tanh": _call_intrinsic("llvm.tanh"),
+    "max": _call_intrinsic("llvm.maximum"),  # NaN-propagating, like numpy.maximum
+    "min": _call_intrinsic("llvm.minimum"),
+    "sigmoid": _sigmoid,
+    "relu": _relu,
+}

@@ -1,0 +1,41 @@
+"""Buffer planning: which arrays are entry parameters, where temporaries live in scratch.
+
+Entry parameters are the graph inputs then the graph outputs (graph order), then one
+scratch pointer; every temporary gets its own 64-byte-aligned slice of scratch;
+constants are module globals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from polyc.scop.model import Scop
+
+ALIGN = 64
+
+
+@dataclass(frozen=True)
+class BufferPlan:
+    inputs: tuple[str, ...]   # array names, entry order
+    outputs: tuple[str, ...]
+    scratch: Mapping[str, int]  # temp array name -> byte offset
+    scratch_bytes: int
+    constants: tuple[str, ...]
+
+    def __str__(self) -> str:
+        lines = [f"params: {', '.join(self.inputs + self.outputs)}, scratch"]
+        lines += [f"scratch+{off}: {name}" for name, off in self.scratch.items()]
+        lines.append(f"scratch bytes: {self.scratch_bytes}")
+        return "\n".join(lines)
+
+
+def plan_buffers(scop: Scop) -> BufferPlan:
+    """One slot per temporary, no reuse yet."""
+    offsets, size = {}, 0
+    for array in scop.arrays:
+        if array.kind == "temp":
+            offsets[array.name] = size
+            size += -(-array.nbytes // ALIGN) * ALIGN
+    names = lambda kind: tuple(a.name for a in scop.arrays if a.kind == kind)  # noqa: E731
+    return BufferPlan(names("input"), names("output"), offsets, size, names("constant"))

@@ -1,0 +1,158 @@
+"""The isl AST -> an LLVM module, one small emitter per AST node kind.
+
+The module defines ``polyc_kernel`` (internal; every array a ``noalias`` pointer
+parameter) and the exported entry ``polyc_main(inputs..., outputs..., scratch)``,
+which places temporaries in scratch and passes constants (module globals).
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+import numpy as np
+from llvmlite import ir
+
+from polyc.codegen.ast import LoopProgram
+from polyc.codegen.exprs import F32, FLOAT_FUNCTIONS, I64, int_expr
+from polyc.codegen.layout import ALIGN, BufferPlan
+from polyc.frontend.core import Call, Const
+from polyc.scop.model import Load, Scop
+
+PTR = ir.PointerType()
+ENTRY = "polyc_main"
+
+
+def emit_module(scop: Scop, program: LoopProgram, plan: BufferPlan) -> str:
+    """The LLVM IR text of the whole model."""
+    module = ir.Module(name="polyc")
+    arrays = plan.inputs + plan.outputs + tuple(plan.scratch) + plan.constants
+    kernel = _kernel(module, scop, program, arrays)
+    _entry(module, kernel, plan, _constants(module, scop, plan))
+    return str(module)
+
+
+def _constants(module: ir.Module, scop: Scop, plan: BufferPlan) -> list[ir.GlobalVariable]:
+    result = []
+    for name in plan.constants:
+        data = np.ascontiguousarray(scop.constants[name], dtype=np.float32).tobytes()
+        typ = ir.ArrayType(ir.IntType(8), len(data))
+        gv = ir.GlobalVariable(module, typ, name=f"const.{name}")
+        gv.initializer = ir.Constant(typ, bytearray(data))
+        gv.global_constant, gv.linkage, gv.align = True, "internal", ALIGN
+        result.append(gv)
+    return result
+
+
+def _entry(module, kernel, plan: BufferPlan, globals_: list) -> None:
+    n_params = len(plan.inputs) + len(plan.outputs) + 1
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * n_params), name=ENTRY)
+    for arg in fn.args:
+        arg.add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    *params, scratch = fn.args
+    temps = [b.gep(scratch, [ir.Constant(I64, off)], inbounds=True, source_etype=ir.IntType(8))
+             for off in plan.scratch.values()]
+    b.call(kernel, list(params) + temps + list(globals_))
+    b.ret_void()
+
+
+def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...]) -> ir.Function:
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * len(arrays)),
+                     name="polyc_kernel")
+    fn.linkage = "internal"
+    for arg, name in zip(fn.args, arrays):
+        arg.name = name
+        arg.add_attribute("noalias")
+    emitter = _LoopEmitter(fn, dict(zip(arrays, fn.args)), program)
+    emitter.node(program.root)
+    emitter.builder.ret_void()
+    return fn
+
+
+class _LoopEmitter:
+    """Walks the isl AST; loop iterators live in entry-block allocas (mem2reg lifts them)."""
+
+    def __init__(self, fn: ir.Function, pointers: dict, program: LoopProgram):
+        self.fn, self.pointers, self.program = fn, pointers, program
+        self.entry = fn.append_basic_block("entry")
+        self.builder = ir.IRBuilder(fn.append_basic_block("body"))
+        self.iterators: dict[str, ir.AllocaInstr] = {}
+        self.entry_builder = ir.IRBuilder(self.entry)
+        self._entry_jump = self.entry_builder.branch(self.builder.block)
+
+    def node(self, node: isl.AstNode) -> None:
+        kinds = isl.ast_node_type
+        emit = {kinds.for_: self.for_, kinds.if_: self.if_, kinds.block: self.block,
+                kinds.user: self.user, kinds.mark: self.mark}[node.get_type()]
+        emit(node)
+
+    def int_value(self, expr: isl.AstExpr) -> ir.Value:
+        return int_expr(self.builder, expr, self.iterator_value)
+
+    def iterator_value(self, name: str) -> ir.Value:
+        return self.builder.load(self.iterators[name], typ=I64)
+
+    def _iterator_slot(self, name: str) -> ir.AllocaInstr:
+        if name not in self.iterators:
+            self.entry_builder.position_before(self._entry_jump)
+            self.iterators[name] = self.entry_builder.alloca(I64, name=name)
+        return self.iterators[name]
+
+    def for_(self, node: isl.AstNode) -> None:
+        b = self.builder
+        slot = self._iterator_slot(node.for_get_iterator().id_get_id().get_name())
+        b.store(self.int_value(node.for_get_init()), slot)
+        header = self.fn.append_basic_block(f"{slot.name}.header")
+        body = self.fn.append_basic_block(f"{slot.name}.body")
+        exit_ = self.fn.append_basic_block(f"{slot.name}.exit")
+        b.branch(header)
+        b.position_at_end(header)
+        b.cbranch(self.int_value(node.for_get_cond()), body, exit_)
+        b.position_at_end(body)
+        self.node(node.for_get_body())
+        step = b.add(b.load(slot, typ=I64), self.int_value(node.for_get_inc()))
+        b.store(step, slot)
+        b.branch(header)
+        b.position_at_end(exit_)
+
+    def if_(self, node: isl.AstNode) -> None:
+        b = self.builder
+        cond = self.int_value(node.if_get_cond())
+        if node.if_has_else_node():
+            with b.if_else(cond) as (then, otherwise):
+                with then:
+                    self.node(node.if_get_then_node())
+                with otherwise:
+                    self.node(node.if_get_else_node())
+        else:
+            with b.if_then(cond):
+                self.node(node.if_get_then_node())
+
+    def block(self, node: isl.AstNode) -> None:
+        children = node.block_get_children()
+        for k in range(children.n_ast_node()):
+            self.node(children.get_at(k))
+
+    def mark(self, node: isl.AstNode) -> None:
+        self.node(node.mark_get_node())
+
+    def user(self, node: isl.AstNode) -> None:
+        instance = self.program.instance(node)
+        statement = instance.statement
+        addresses = [self._address(a.array, off) for a, off in
+                     zip(statement.reads, instance.reads)]
+        value = self._body(statement.body, addresses)
+        self.builder.store(value, self._address(statement.write.array, instance.write), align=4)
+
+    def _address(self, array: str, offset: isl.AstExpr) -> ir.Value:
+        return self.builder.gep(self.pointers[array], [self.int_value(offset)], inbounds=True,
+                                source_etype=F32)
+
+    def _body(self, expr, addresses: list) -> ir.Value:
+        if isinstance(expr, Load):
+            return self.builder.load(addresses[expr.k], typ=F32, align=4)
+        if isinstance(expr, Const):
+            return ir.Constant(F32, float(expr.value))
+        if isinstance(expr, Call):
+            args = [self._body(arg, addresses) for arg in expr.args]
+            return FLOAT_FUNCTIONS[expr.fn](self.builder, *args)
+        raise TypeError(f"not a statement body: {expr!r}")

@@ -1,0 +1,29 @@
+"""The frontend: an ONNX model in, a core-op :class:`~polyc.frontend.core.Graph` out.
+
+:func:`import_model` lists the steps in order: load (read, check, infer shapes),
+clean-up (dead nodes, constant folding), lower (one function per ONNX op, see
+``polyc.frontend.ops``). :func:`evaluate` runs a Graph with numpy, as a reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from polyc.frontend.cleanup import cleanup
+from polyc.frontend.core import Graph
+from polyc.frontend.evaluate import evaluate
+from polyc.frontend.load import load_model
+from polyc.frontend.lower import check_graph, lower
+
+
+def import_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
+    """The core Graph of an ONNX model (a path, bytes or ``onnx.ModelProto``).
+
+    ``shapes`` maps input names to static shapes, overriding symbolic dims.
+    """
+    graph = load_model(model, shapes=shapes)
+    graph = cleanup(graph)
+    return lower(graph)
+
+
+__all__ = ["Graph", "check_graph", "evaluate", "import_model"]

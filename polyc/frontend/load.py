@@ -1,0 +1,226 @@
+"""Step 1 of the frontend: read, check and shape-infer an ONNX model.
+
+``load_model`` turns a path, bytes or ``onnx.ModelProto`` into an :class:`OnnxGraph`:
+the checked, shape-inferred node list with the model's weights as numpy arrays and
+static float32 graph inputs. Everything a later step needs from the protobuf is here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import numpy_helper
+
+from polyc.errors import ModelError, ShapeError, UnsupportedDtypeError
+from polyc.frontend.core import TensorInfo
+
+MIN_OPSET = 11
+FLOAT = onnx.TensorProto.FLOAT
+INTEGER_TYPES = (onnx.TensorProto.INT64, onnx.TensorProto.INT32)
+
+
+@dataclass(frozen=True)
+class OnnxGraph:
+    """A checked ONNX graph with static float32 inputs, ready for clean-up and lowering.
+
+    ``value_shapes`` holds what shape inference found for each value (``None`` for a
+    dim it could not determine); a value of unknown rank is absent.
+    """
+
+    name: str
+    source: str                   # the file, or "<bytes>" / "<ModelProto>", for messages
+    opset: int                    # of the default ONNX domain
+    opset_imports: tuple[tuple[str, int], ...]
+    nodes: tuple[onnx.NodeProto, ...]
+    inputs: tuple[TensorInfo, ...]  # graph inputs that are not initializers, in order
+                                    # (float32, or int64/int32 that lowering rejects)
+    outputs: tuple[str, ...]        # graph output names, in order
+    constants: Mapping[str, np.ndarray]
+    value_shapes: Mapping[str, tuple[int | None, ...]]
+    model_hash: str
+    notes: tuple[str, ...] = ()
+
+
+def load_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None) -> OnnxGraph:
+    """Read, check and shape-infer ``model``; ``shapes`` fixes the dims of named inputs.
+
+    Raises ModelError (unreadable, unparsable, fails onnx.checker, opset out of range),
+    ShapeError (symbolic input dim, failed shape inference) or UnsupportedDtypeError
+    (a graph input or output that is not float32).
+    """
+    proto, source = _read(model)
+    _check(proto, source)
+    opset = _default_opset(proto, source)
+    if shapes:
+        proto = _override_shapes(proto, shapes)
+    model_hash = hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()
+    proto = _infer_shapes(proto, source)
+    graph = proto.graph
+    constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+    inputs = tuple(_static_input(v) for v in graph.input if v.name not in constants)
+    for value in graph.output:
+        _check_output_dtype(value)
+    return OnnxGraph(
+        name=graph.name or Path(source).stem,
+        source=source,
+        opset=opset,
+        opset_imports=tuple((o.domain, o.version) for o in proto.opset_import),
+        nodes=tuple(graph.node),
+        inputs=inputs,
+        outputs=tuple(v.name for v in graph.output),
+        constants=constants,
+        value_shapes=_value_shapes(graph),
+        model_hash=model_hash,
+    )
+
+
+def _read(model) -> tuple[onnx.ModelProto, str]:
+    """The parsed model and a name for it in messages."""
+    if isinstance(model, onnx.ModelProto):
+        return model, "<ModelProto>"
+    if isinstance(model, (bytes, bytearray)):
+        return _parse(bytes(model), "<bytes>"), "<bytes>"
+    if not isinstance(model, (str, Path)):
+        raise ModelError(f"cannot read a model from a {type(model).__name__}; "
+                         "pass a path, bytes or an onnx.ModelProto")
+    source = str(model)
+    try:
+        data = Path(source).read_bytes()
+    except OSError as e:
+        raise ModelError(f"cannot read model file {source}: {e.strerror or e}") from None
+    proto = _parse(data, source)
+    try:
+        onnx.load_external_data_for_model(proto, str(Path(source).parent))
+    except (OSError, ValueError) as e:
+        raise ModelError(f"cannot read external data of {source}: {e}") from None
+    return proto, source
+
+
+def _parse(data: bytes, source: str) -> onnx.ModelProto:
+    try:
+        proto = onnx.load_model_from_string(data)
+    except (DecodeError, ValueError, RuntimeError) as e:
+        raise ModelError(f"{source} is not an ONNX model (protobuf parse failed: {e})") \
+            from None
+    if not proto.HasField("graph"):
+        raise ModelError(f"{source} is not an ONNX model (it has no graph)")
+    return proto
+
+
+def _check(proto: onnx.ModelProto, source: str) -> None:
+    try:
+        onnx.checker.check_model(proto)
+    except (onnx.checker.ValidationError, ValueError) as e:
+        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelError(f"{source} fails onnx.checker: {first_line}") from None
+
+
+def _default_opset(proto: onnx.ModelProto, source: str) -> int:
+    """The opset of the default ONNX domain, which must be one polyc supports."""
+    versions = [o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")]
+    newest = onnx.defs.onnx_opset_version()
+    if not versions:
+        raise ModelError(f"{source} imports no opset of the default ONNX domain")
+    if not MIN_OPSET <= versions[0] <= newest:
+        raise ModelError(f"{source} uses opset {versions[0]} of the default ONNX domain; "
+                         f"polyc supports opsets {MIN_OPSET} to {newest}")
+    return versions[0]
+
+
+def _override_shapes(proto: onnx.ModelProto, shapes: Mapping[str, Sequence[int]]):
+    """A copy of ``proto`` whose named graph inputs have the given static shapes."""
+    proto = onnx.ModelProto.FromString(proto.SerializeToString())
+    initializers = {init.name for init in proto.graph.initializer}
+    by_name = {v.name: v for v in proto.graph.input if v.name not in initializers}
+    for name, dims in shapes.items():
+        value = by_name.get(name)
+        if value is None:
+            raise ShapeError(f"shapes names '{name}', which is not a graph input "
+                             f"(inputs: {', '.join(by_name) or 'none'})")
+        dims = tuple(int(d) for d in dims)
+        if any(d < 0 for d in dims):
+            raise ShapeError(f"shape {list(dims)} given for input '{name}' has a negative dim")
+        shape = value.type.tensor_type.shape
+        declared = len(shape.dim)
+        if value.type.tensor_type.HasField("shape") and declared != len(dims):
+            raise ShapeError(f"input '{name}' has rank {declared}, "
+                             f"but shapes gives {list(dims)} (rank {len(dims)})")
+        value.type.tensor_type.shape.Clear()
+        for d in dims:
+            value.type.tensor_type.shape.dim.add().dim_value = d
+    return proto
+
+
+def _infer_shapes(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(proto, strict_mode=True, data_prop=True)
+    except (onnx.shape_inference.InferenceError, RuntimeError) as e:
+        message = " ".join(str(e).split())
+        raise ShapeError(f"shape inference failed for {source}: {message}") from None
+
+
+def dtype_name(elem_type: int) -> str:
+    """A readable name of an ONNX element type: float32, int64, float64, string, ..."""
+    name = onnx.TensorProto.DataType.Name(elem_type).lower()
+    return {"float": "float32", "double": "float64"}.get(name, name)
+
+
+def _tensor_type(value: onnx.ValueInfoProto, role: str):
+    if not value.type.HasField("tensor_type"):
+        kind = value.type.WhichOneof("value") or "unknown"
+        raise UnsupportedDtypeError(f"graph {role} '{value.name}' is of {kind} type; "
+                                    "polyc compiles float32 tensors only")
+    return value.type.tensor_type
+
+
+def _static_input(value: onnx.ValueInfoProto) -> TensorInfo:
+    """The input as a static TensorInfo, or the error saying what is missing.
+
+    Integer inputs pass here: lowering then says which node needs them as a constant
+    (a Reshape shape, Reduce axes) or cannot read them as data.
+    """
+    ttype = _tensor_type(value, "input")
+    if ttype.elem_type not in (FLOAT, *INTEGER_TYPES):
+        raise UnsupportedDtypeError(
+            f"graph input '{value.name}' has dtype {dtype_name(ttype.elem_type)}; "
+            "polyc compiles float32 only")
+    if not ttype.HasField("shape"):
+        raise ShapeError(f"graph input '{value.name}' has no shape; give one with "
+                         f"shapes={{'{value.name}': (d0, d1, ...)}} "
+                         f"or --shape {value.name}=d0,d1,...")
+    dims = []
+    for k, dim in enumerate(ttype.shape.dim):
+        if not dim.HasField("dim_value"):
+            what = f"'{dim.dim_param}'" if dim.dim_param else "unknown"
+            raise ShapeError(
+                f"graph input '{value.name}' has a symbolic dim {k} ({what}); "
+                f"give a static shape with shapes={{'{value.name}': (d0, d1, ...)}} "
+                f"or --shape {value.name}=d0,d1,...")
+        dims.append(dim.dim_value)
+    return TensorInfo(value.name, tuple(dims), dtype_name(ttype.elem_type))
+
+
+def _check_output_dtype(value: onnx.ValueInfoProto) -> None:
+    ttype = _tensor_type(value, "output")
+    if ttype.elem_type not in (FLOAT, onnx.TensorProto.UNDEFINED):
+        raise UnsupportedDtypeError(
+            f"graph output '{value.name}' has dtype {dtype_name(ttype.elem_type)}; "
+            "polyc compiles float32 only")
+
+
+def _value_shapes(graph: onnx.GraphProto) -> dict[str, tuple[int | None, ...]]:
+    """Shapes that inference found: value name -> dims (``None`` where unknown)."""
+    shapes = {}
+    for value in [*graph.input, *graph.value_info, *graph.output]:
+        ttype = value.type.tensor_type if value.type.HasField("tensor_type") else None
+        if ttype is None or not ttype.HasField("shape"):
+            continue
+        shapes[value.name] = tuple(d.dim_value if d.HasField("dim_value") else None
+                                   for d in ttype.shape.dim)
+    return shapes

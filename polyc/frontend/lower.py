@@ -1,0 +1,292 @@
+"""Step 3 of the frontend: lower the cleaned ONNX graph to core ops.
+
+Every node is checked against the op table first (so an unsupported op is reported
+before anything is lowered); then the nodes are lowered in order, each by its op
+function through a :class:`LoweringContext`. A node's result tensors take the ONNX
+output names; intermediates get fresh names starting with ``_`` that no ONNX value uses.
+Graph outputs are always written by a Map or Reduce: a copy Map is added for an
+output that is a View or a constant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from polyc.errors import ModelError, UnsupportedDtypeError
+from polyc.frontend import core
+from polyc.frontend.core import Call, Graph, Map, Read, Reduce, TensorInfo, View
+from polyc.frontend.load import OnnxGraph
+from polyc.frontend.ops import NodeContext, lookup
+from polyc.frontend.ops.registry import attribute_values, node_name
+
+
+def lower(graph: OnnxGraph) -> Graph:
+    """The core-op Graph of ``graph`` (inputs static float32, clean-up done)."""
+    check_supported(graph)
+    ctx = LoweringContext(graph)
+    for index, node in enumerate(graph.nodes):
+        ctx.lower_node(index, node)
+    return ctx.finish()
+
+
+def check_supported(graph: OnnxGraph) -> None:
+    """Raise UnsupportedOpError for the first node whose op, version, inputs or attributes
+    have no lowering."""
+    for index, node in enumerate(graph.nodes):
+        lookup(node, graph.opset, node_name(node, index)).check_node(node, graph.opset)
+
+
+class LoweringContext:
+    """What an op function sees while it lowers one node.
+
+    It knows every tensor's shape and dtype and every constant's value, hands out fresh
+    names, and records the core ops the op functions emit (``map``, ``reduce``,
+    ``view``). It is the one mutable object of the frontend and lives for one ``lower``.
+    """
+
+    def __init__(self, graph: OnnxGraph):
+        self.opset = graph.opset
+        self._graph = graph
+        self._env: dict[str, TensorInfo] = {}      # ONNX value name -> core tensor
+        self._tensors: dict[str, TensorInfo] = {}  # core tensor name -> info
+        self._constants: dict[str, np.ndarray] = {}
+        self._ops: list[core.Op] = []
+        self._producer: dict[str, int] = {}        # tensor -> index in _ops
+        self._taken = _onnx_names(graph)
+        self._graph_inputs = {t.name for t in graph.inputs}
+        self._count = 0
+        self._node = NodeContext("", "", graph.opset)
+        self._node_start = 0
+        for info in graph.inputs:
+            self._define(info.name, info)
+        for name, value in graph.constants.items():
+            core_name = self.fresh("const") if name in graph.outputs else name
+            self._constants[core_name] = value
+            self._define(name, TensorInfo(core_name, tuple(value.shape), value.dtype.name))
+
+    # -- what op functions call -------------------------------------------------------
+
+    def fresh(self, label: str) -> str:
+        """A new tensor name (``_<label><n>``) that no ONNX value or other tensor uses."""
+        while True:
+            name = f"_{label}{self._count}"
+            self._count += 1
+            if name not in self._taken:
+                self._taken.add(name)
+                return name
+
+    def unsupported(self, detail: str):
+        """The UnsupportedOpError for the current node."""
+        return self._node.unsupported(detail)
+
+    def shape_error(self, detail: str):
+        """The ShapeError for the current node."""
+        return self._node.shape_error(detail)
+
+    def int_values(self, tensor: TensorInfo, role: str) -> tuple[int, ...]:
+        """The values of a shape-like input, which must be an integer constant."""
+        value = self._constants.get(tensor.name)
+        if value is None:
+            source = "a graph input" if tensor.name in self._graph_inputs \
+                else "computed by the graph"
+            raise self.unsupported(f"input '{role}' must be a constant (an initializer or "
+                                   f"Constant node), but '{tensor.name}' is {source}")
+        if value.dtype.kind not in "iu":
+            raise self.unsupported(f"input '{role}' ('{tensor.name}') must be an integer "
+                                   f"tensor, got {value.dtype.name}")
+        return tuple(int(v) for v in value.reshape(-1))
+
+    def map(self, shape, expr: core.Expr, *, label: str) -> TensorInfo:
+        """Emit ``out[i] = expr`` over ``shape``; the new tensor ``out``."""
+        shape = tuple(int(d) for d in shape)
+        out = self.fresh(label)
+        return self._emit(Map(out, shape, expr, node=self._node.name, label=label), shape)
+
+    def reduce(self, *, out_shape, init: core.Expr, extents, out_index, combiner: str,
+               expr: core.Expr, label: str) -> TensorInfo:
+        """Emit a Reduce (see :class:`core.Reduce`); the new tensor it writes."""
+        out_shape = tuple(int(d) for d in out_shape)
+        op = Reduce(self.fresh(label), out_shape, init, tuple(int(e) for e in extents),
+                    tuple(out_index), combiner, expr, node=self._node.name, label=label)
+        return self._emit(op, out_shape)
+
+    def view(self, src: TensorInfo, shape, *, kind: str = "reshape", perm=(),
+             label: str) -> TensorInfo:
+        """Emit a View of ``src`` with ``shape`` (reshape) or axis order ``perm``."""
+        shape = tuple(int(d) for d in shape)
+        op = View(self.fresh(label), src.name, kind, tuple(perm), node=self._node.name,
+                  label=label)
+        return self._emit(op, shape)
+
+    # -- the walk ---------------------------------------------------------------------
+
+    def lower_node(self, index: int, node) -> None:
+        """Lower one ONNX node with its op function and bind its outputs."""
+        name = node_name(node, index)
+        opdef = lookup(node, self.opset, name)
+        self._node = NodeContext(node.op_type, name, self.opset)
+        self._node_start = len(self._ops)
+        inputs = [self._input(i) if i else None for i in node.input]
+        result = opdef.fn(self, *inputs, **attribute_values(node))
+        results = result if isinstance(result, tuple) else (result,)
+        outputs = list(node.output)
+        if len([o for o in outputs if o]) > len(results):
+            raise self.unsupported(f"only {len(results)} output(s) supported, "
+                                   f"the node has {len(outputs)}")
+        for onnx_name, tensor in zip(outputs, results):
+            if onnx_name:
+                self._bind(onnx_name, tensor)
+
+    def finish(self) -> Graph:
+        """The Graph, after writing every graph output that no Map or Reduce wrote."""
+        self._node = NodeContext("Output", "<graph outputs>", self.opset)
+        for name in self._graph.outputs:
+            self._write_output(name)
+        for info in self._graph.inputs:
+            if info.dtype != "float32":
+                raise UnsupportedDtypeError(f"graph input '{info.name}' has dtype "
+                                            f"{info.dtype}; polyc compiles float32 only")
+        used = {t for op in self._ops for t in (op.out, *op.inputs)}
+        names = [t.name for t in self._graph.inputs] + [n for n in self._tensors if n in used]
+        return Graph(
+            name=self._graph.name,
+            inputs=self._graph.inputs,
+            outputs=tuple(self._tensors[o] for o in self._graph.outputs),
+            tensors={n: self._tensors[n] for n in dict.fromkeys(names)},
+            constants={n: v for n, v in self._constants.items() if n in used},
+            ops=tuple(self._ops),
+            opset=self.opset,
+            model_hash=self._graph.model_hash,
+            notes=self._graph.notes,
+        )
+
+    # -- internals --------------------------------------------------------------------
+
+    def _define(self, onnx_name: str, info: TensorInfo) -> None:
+        self._env[onnx_name] = info
+        self._tensors[info.name] = info
+
+    def _input(self, onnx_name: str) -> TensorInfo:
+        info = self._env.get(onnx_name)
+        if info is None:
+            raise ModelError(f"{self._node.op_type} node '{self._node.name}' reads "
+                             f"'{onnx_name}', which is neither a graph input, a constant, "
+                             "nor an output of an earlier node")
+        return info
+
+    def _emit(self, op: core.Op, shape: tuple[int, ...]) -> TensorInfo:
+        for name in op.inputs:
+            self._check_data(name)
+        info = TensorInfo(op.out, shape, "float32")
+        self._tensors[op.out] = info
+        self._producer[op.out] = len(self._ops)
+        self._ops.append(op)
+        return info
+
+    def _check_data(self, name: str) -> None:
+        dtype = self._tensors[name].dtype
+        if dtype != "float32":
+            raise UnsupportedDtypeError(
+                f"{self._node.op_type} node '{self._node.name}' (opset {self.opset}) reads "
+                f"tensor '{name}' of dtype {dtype}; polyc compiles float32 data only")
+
+    def _bind(self, onnx_name: str, tensor: TensorInfo) -> None:
+        """Give the node's result ``tensor`` the ONNX name ``onnx_name``."""
+        self._check_inferred_shape(onnx_name, tensor.shape)
+        if self._producer.get(tensor.name, -1) < self._node_start:
+            tensor = self.view(tensor, tensor.shape, label="identity")
+        producer = self._ops[self._producer[tensor.name]]
+        if onnx_name in self._graph.outputs and isinstance(producer, View):
+            self._copy(tensor, onnx_name)
+        else:
+            self._rename(tensor.name, onnx_name)
+        self._env[onnx_name] = self._tensors[onnx_name]
+
+    def _copy(self, src: TensorInfo, out: str) -> None:
+        """Emit the Map ``out[i] = src[i]`` (label "copy")."""
+        read = Read(src.name, core.identity_index(len(src.shape)))
+        self._emit(Map(out, src.shape, read, node=self._node.name, label="copy"), src.shape)
+
+    def _rename(self, old: str, new: str) -> None:
+        """Rename tensor ``old`` (made by the current node) to ``new`` in this node's ops."""
+        for k in range(self._node_start, len(self._ops)):
+            self._ops[k] = _renamed(self._ops[k], old, new)
+        self._tensors[new] = dataclasses.replace(self._tensors.pop(old), name=new)
+        self._producer[new] = self._producer.pop(old)
+
+    def _write_output(self, name: str) -> None:
+        if name in self._producer:
+            return
+        if any(t.name == name for t in self._graph.inputs):
+            raise ModelError(f"graph output '{name}' is also a graph input; polyc needs "
+                             "every output to be computed by the graph")
+        self._copy(self._input(name), name)
+
+    def _check_inferred_shape(self, onnx_name: str, shape: tuple[int, ...]) -> None:
+        inferred = self._graph.value_shapes.get(onnx_name)
+        if inferred is None:
+            return
+        agrees = len(inferred) == len(shape) and all(
+            d is None or d == s for d, s in zip(inferred, shape))
+        if not agrees:
+            dims = [d if d is not None else "?" for d in inferred]
+            raise self.shape_error(f"output '{onnx_name}' lowered with shape {list(shape)}, "
+                                   f"but ONNX shape inference gives {dims}")
+
+
+def _onnx_names(graph: OnnxGraph) -> set[str]:
+    names = {t.name for t in graph.inputs} | set(graph.outputs) | set(graph.constants)
+    for node in graph.nodes:
+        names.update(node.input)
+        names.update(node.output)
+    return names
+
+
+def _renamed_expr(expr: core.Expr, old: str, new: str) -> core.Expr:
+    if isinstance(expr, Read):
+        return Read(new, expr.index) if expr.tensor == old else expr
+    if isinstance(expr, Call):
+        return Call(expr.fn, tuple(_renamed_expr(a, old, new) for a in expr.args))
+    return expr
+
+
+def _renamed(op: core.Op, old: str, new: str) -> core.Op:
+    """``op`` with tensor ``old`` called ``new`` wherever it is written or read."""
+    out = new if op.out == old else op.out
+    if isinstance(op, View):
+        return dataclasses.replace(op, out=out, src=new if op.src == old else op.src)
+    if isinstance(op, Map):
+        return dataclasses.replace(op, out=out, expr=_renamed_expr(op.expr, old, new))
+    return dataclasses.replace(op, out=out, init=_renamed_expr(op.init, old, new),
+                               expr=_renamed_expr(op.expr, old, new))
+
+
+def check_graph(graph: Graph) -> None:
+    """Assert the invariants later stages rely on (ValueError naming the culprit).
+
+    Every tensor used is described in ``tensors``; each is written by exactly one op,
+    after which it is read; graph outputs are written by a Map or Reduce; constants are
+    float32.
+    """
+    written = {t.name for t in graph.inputs} | set(graph.constants)
+    for op in graph.ops:
+        missing = [t for t in op.inputs if t not in written]
+        if missing:
+            raise ValueError(f"op writing '{op.out}' reads {missing} before they are written")
+        if op.out in written:
+            raise ValueError(f"tensor '{op.out}' is written twice")
+        written.add(op.out)
+    unknown = written - set(graph.tensors)
+    if unknown:
+        raise ValueError(f"tensors {sorted(unknown)} are not described in Graph.tensors")
+    writers = {op.out: op for op in graph.ops}
+    for out in graph.outputs:
+        if not isinstance(writers.get(out.name), (Map, Reduce)):
+            raise ValueError(  # noqa: TRY004 - a broken invariant, not a wrong argument type
+                f"graph output '{out.name}' is not written by a Map or Reduce")
+    for name, value in graph.constants.items():
+        if value.dtype != np.float32:
+            raise ValueError(f"constant '{name}' has dtype {value.dtype}, not float32")
+

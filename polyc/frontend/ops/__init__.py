@@ -1,0 +1,10 @@
+"""ONNX op lowerings: one function per ONNX op, named after it, in a versioned table.
+
+Importing this package fills :data:`OPS`; :func:`lookup` picks the lowering of a node
+for the model's opset. The modules group ops by the core op they lower to.
+"""
+
+from polyc.frontend.ops import constant, elementwise, layout, linalg, reduce  # noqa: F401
+from polyc.frontend.ops.registry import OPS, NodeContext, OpDef, lookup, onnx_op
+
+__all__ = ["OPS", "NodeContext", "OpDef", "lookup", "onnx_op"]

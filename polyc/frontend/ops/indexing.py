@@ -1,0 +1,57 @@
+"""Index helpers shared by the op lowerings: broadcasting and axis normalisation."""
+
+from __future__ import annotations
+
+from polyc.frontend.core import Ix
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The numpy (multidirectional) broadcast of ``shapes``; ValueError if incompatible."""
+    rank = max(len(s) for s in shapes)
+    padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
+    out = []
+    for dims in zip(*padded):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise ValueError(f"shapes {' and '.join(map(str, map(list, shapes)))} "
+                             "do not broadcast")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def broadcast_index(in_shape: tuple[int, ...], out_shape: tuple[int, ...],
+                    first_var: int = 0) -> tuple[Ix, ...]:
+    """The index of an ``in_shape`` operand read at loop point ``(i0, ..)`` of ``out_shape``.
+
+    The operand is aligned to the right of ``out_shape`` (its missing leading dims are
+    dropped); a size-1 dim against a larger output dim reads index 0. Loop variable
+    ``first_var + k`` runs over ``out_shape[k]``.
+    """
+    offset = len(out_shape) - len(in_shape)
+    if offset < 0:
+        raise ValueError(f"cannot broadcast {list(in_shape)} to {list(out_shape)}")
+    index = []
+    for k, size in enumerate(in_shape):
+        out_size = out_shape[offset + k]
+        if size == out_size:
+            index.append(Ix.var(first_var + offset + k))
+        elif size == 1:
+            index.append(Ix.constant(0))
+        else:
+            raise ValueError(f"cannot broadcast {list(in_shape)} to {list(out_shape)}")
+    return tuple(index)
+
+
+def normalize_axis(axis: int, rank: int) -> int:
+    """``axis`` in ``[-rank, rank)`` made non-negative; ValueError when out of range."""
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+def size(shape: tuple[int, ...]) -> int:
+    """The number of elements of ``shape``."""
+    count = 1
+    for d in shape:
+        count *= d
+    return count

@@ -1,0 +1,140 @@
+"""islpy helpers: every islpy quirk polyc relies on lives here.
+
+- islpy lists are not iterable: use :func:`items`.
+- Sets and maps are built programmatically (spaces, affs), never from f-strings.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import islpy as isl
+
+from polyc.frontend.core import Ix
+
+
+def items(isl_list) -> list:
+    """The elements of an islpy list (``SetList``, ``MapList``, ``AstNodeList``...)."""
+    count = next(getattr(isl_list, n) for n in dir(isl_list) if n.startswith("n_"))
+    return [isl_list.get_at(k) for k in range(count())]
+
+
+def union_maps(umap: isl.UnionMap) -> list[isl.Map]:
+    return items(umap.get_map_list())
+
+
+def union_sets(uset: isl.UnionSet) -> list[isl.Set]:
+    return items(uset.get_set_list())
+
+
+def set_space(ctx: isl.Context, name: str, dims: Sequence[str]) -> isl.Space:
+    """The space ``name[dims...]``."""
+    return isl.Space.create_from_names(ctx, set=list(dims)).set_tuple_name(isl.dim_type.set, name)
+
+
+def box(ctx: isl.Context, name: str, extents: Sequence[int], prefix: str = "i") -> isl.Set:
+    """``{ name[i0, .., in-1] : 0 <= ik < extents[k] }``."""
+    space = set_space(ctx, name, [f"{prefix}{k}" for k in range(len(extents))])
+    result = isl.Set.universe(space)
+    for dim, extent in enumerate(extents):
+        lower = isl.Constraint.inequality_alloc(space).set_coefficient_val(
+            isl.dim_type.set, dim, 1)
+        upper = (isl.Constraint.inequality_alloc(space)
+                 .set_coefficient_val(isl.dim_type.set, dim, -1)
+                 .set_constant_val(extent - 1))
+        result = result.add_constraint(lower).add_constraint(upper)
+    return result
+
+
+def aff_of_index(domain_space: isl.Space, index: Ix) -> isl.Aff:
+    """The affine function ``index`` (terms over the domain's dims) as an isl Aff."""
+    aff = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(domain_space))
+    for var, coef in index.terms:
+        aff = aff.add_coefficient_val(isl.dim_type.in_, var, coef)
+    return aff.set_constant_val(index.const)
+
+
+def affs_to_map(domain_space: isl.Space, target: isl.Space, affs: Iterable[isl.Aff]) -> isl.Map:
+    """The map ``domain -> target[affs...]``."""
+    space = domain_space.map_from_domain_and_range(target)
+    aff_list = isl.AffList.alloc(domain_space.get_ctx(), 0)
+    for aff in affs:
+        aff_list = aff_list.add(aff)
+    return isl.Map.from_multi_aff(isl.MultiAff.from_aff_list(space, aff_list))
+
+
+def index_map(domain: isl.Set, target: isl.Space, index: Sequence[Ix]) -> isl.Map:
+    """``{ S[i] -> A[index(i)] }`` restricted to ``domain``."""
+    space = domain.get_space()
+    affs = [aff_of_index(space, ix) for ix in index]
+    return affs_to_map(space, target, affs).intersect_domain(domain)
+
+
+def strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major element strides of ``shape``."""
+    result, step = [], 1
+    for extent in reversed(shape):
+        result.append(step)
+        step *= max(extent, 1)
+    return tuple(reversed(result))
+
+
+def linear_aff(space: isl.Space, coefficients: Sequence[int]) -> isl.Aff:
+    """``sum(coefficients[k] * x_k)`` on the set space ``space``."""
+    return aff_of_index(space, Ix(tuple(enumerate(coefficients))))
+
+
+def reshape_map(ctx: isl.Context, view: isl.Space, view_shape, base: isl.Space,
+                base_shape) -> isl.Map:
+    """Row-major reshape: view index -> base index with the same linear offset."""
+    linear = linear_aff(view, strides(view_shape))
+    affs = []
+    for dim, (stride, extent) in enumerate(zip(strides(base_shape), base_shape)):
+        aff = linear.scale_down_val(isl.Val.int_from_si(ctx, stride)).floor()
+        if dim > 0:
+            aff = aff.mod_val(isl.Val.int_from_si(ctx, max(extent, 1)))
+        affs.append(aff)
+    return affs_to_map(view, base, affs)
+
+
+def transpose_map(view: isl.Space, base: isl.Space, perm: Sequence[int]) -> isl.Map:
+    """numpy.transpose: view index ``v`` reads base index ``b`` with ``b[perm[k]] = v[k]``."""
+    inverse = [0] * len(perm)
+    for k, p in enumerate(perm):
+        inverse[p] = k
+    affs = [aff_of_index(view, Ix.var(inverse[d])) for d in range(len(perm))]
+    return affs_to_map(view, base, affs)
+
+
+def flat_offset(access: isl.Map, shape: Sequence[int]) -> isl.PwAff:
+    """The row-major element offset an access touches, as a function of its domain."""
+    array_space = access.get_space().range()
+    linear = isl.PwAff.from_aff(linear_aff(array_space, strides(shape)))
+    offset = linear.pullback_pw_multi_aff(isl.PwMultiAff.from_map(access))
+    return offset.gist(access.domain()).coalesce()
+
+
+def identity_schedule(domain: isl.Set) -> isl.Schedule:
+    """A schedule that runs ``domain`` in lexicographic order of its own dims."""
+    schedule = isl.Schedule.from_domain(isl.UnionSet.from_set(domain))
+    if domain.dim(isl.dim_type.set) == 0:
+        return schedule
+    identity = isl.Map.identity(domain.get_space().map_from_set()).intersect_domain(domain)
+    anonymous = identity.reset_tuple_id(isl.dim_type.out)
+    partial = isl.MultiUnionPwAff.from_union_map(isl.UnionMap.from_map(anonymous))
+    return schedule.insert_partial_schedule(partial)
+
+
+def sequence(schedules: Sequence[isl.Schedule]) -> isl.Schedule:
+    """The schedules one after the other (an isl sequence node)."""
+    result = schedules[0]
+    for schedule in schedules[1:]:
+        result = result.sequence(schedule)
+    return result
+
+
+def tuple_name(obj) -> str:
+    """The tuple name of a set, or of a map's domain."""
+    if isinstance(obj, isl.Map):
+        return obj.get_tuple_name(isl.dim_type.in_)
+    return obj.get_tuple_name()

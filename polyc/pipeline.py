@@ -1,0 +1,161 @@
+"""The compiler, stage by stage. This is the one place that decides stage order.
+
+    ONNX model -> frontend (core ops) -> SCoP -> dependences -> fusion groups
+      -> schedule -> legality check -> tiling -> isl AST -> buffer plan -> LLVM IR
+      -> native code (JIT in process, or an AOT shared library)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Mapping
+
+from polyc import __version__, config
+from polyc.codegen.ast import LoopProgram, build_ast
+from polyc.codegen.layout import BufferPlan, plan_buffers
+from polyc.codegen.llvm import ENTRY, emit_module
+from polyc.errors import PolycError
+from polyc.frontend import import_model
+from polyc.frontend.core import Graph
+from polyc.fusion.groups import FusionGroups, fuse
+from polyc.scheduler import ScheduleResult, check_legality, schedule
+from polyc.scop.build import build_scop
+from polyc.scop.dependences import compute_dependences
+from polyc.scop.model import Scop
+from polyc.tiling import tile
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user chose; part of the artifact's manifest."""
+
+    scheduler: str = "isl"
+    fuse: str = "smart"
+    check: bool = True  # run the legality checker on the schedule
+    shapes: Mapping[str, tuple[int, ...]] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["shapes"] = {k: list(v) for k, v in (self.shapes or {}).items()}
+        return data
+
+
+@dataclass(frozen=True)
+class Compilation:
+    """Every stage's result, for inspection, reports and artifacts."""
+
+    options: Options
+    graph: Graph
+    scop: Scop
+    groups: FusionGroups
+    schedule: ScheduleResult
+    program: LoopProgram
+    plan: BufferPlan
+    llvm_ir: str
+    times: tuple[tuple[str, float], ...] = field(default=())
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        tensor = {a.name: a for a in self.scop.arrays}
+        describe = lambda name: {"name": tensor[name].tensor,  # noqa: E731
+                                 "shape": list(tensor[name].shape), "dtype": tensor[name].dtype}
+        return {
+            "format": "polyc-1", "entry": ENTRY,
+            "inputs": [describe(n) for n in self.plan.inputs],
+            "outputs": [describe(n) for n in self.plan.outputs],
+            "scratch_bytes": self.plan.scratch_bytes,
+            "model_hash": self.graph.model_hash,
+            "options": self.options.as_dict(),
+            "polyc_version": __version__,
+        }
+
+
+class _Stages:
+    """Runs stages, timing each and printing it at the POLYC_DEBUG levels."""
+
+    def __init__(self):
+        self.times: list[tuple[str, float]] = []
+
+    def run(self, name: str, fn: Callable, *args, **kwargs):
+        start = time.perf_counter()
+        result = fn(*args, **kwargs)
+        seconds = time.perf_counter() - start
+        self.times.append((name, seconds))
+        config.log(config.STAGES, f"polyc: {name:<12} {seconds * 1e3:9.2f} ms")
+        if result is not None and name != "llvm":
+            config.log_section(config.IR, f"after {name}", str(result))
+        return result
+
+
+def lower(model, options: Options) -> Compilation:
+    """ONNX model -> LLVM IR, keeping every intermediate result."""
+    stages = _Stages()
+    graph = stages.run("frontend", import_model, model, shapes=options.shapes)
+    scop = stages.run("scop", build_scop, graph)
+    scop = stages.run("dependences", compute_dependences, scop)
+    config.log_section(config.SYSTEMS, "dependences", str(scop.dependences))
+    groups = stages.run("fusion", fuse, scop, policy=options.fuse)
+    scheduled = stages.run("schedule", schedule, scop, groups, scheduler=options.scheduler)
+    if options.check:
+        stages.run("legality", check_legality, scop, scheduled.schedule)
+    scheduled = stages.run("tiling", tile, scop, scheduled)
+    program = stages.run("ast", build_ast, scop, scheduled.schedule)
+    plan = stages.run("buffers", plan_buffers, scop)
+    llvm_ir = stages.run("llvm", emit_module, scop, program, plan)
+    config.log_section(config.LLVM, "LLVM IR (before optimisation)", llvm_ir)
+    return Compilation(options, graph, scop, groups, scheduled, program, plan, llvm_ir,
+                       tuple(stages.times))
+
+
+def compile_model(model, *, scheduler: str = "isl", fuse: str = "smart", check: bool = True,
+                  shapes: Mapping[str, tuple[int, ...]] | None = None) -> "CompiledModel":
+    """Compile ``model`` (path, bytes or ModelProto) to native code in this process."""
+    from polyc.runtime.jit import JitModule
+
+    options = Options(scheduler, fuse, check, dict(shapes) if shapes else None)
+    compilation = lower(model, options)
+    start = time.perf_counter()
+    jit = JitModule(compilation.llvm_ir, compilation.manifest)
+    seconds = time.perf_counter() - start
+    config.log(config.STAGES, f"polyc: {'jit':<12} {seconds * 1e3:9.2f} ms")
+    return CompiledModel(compilation, jit, seconds)
+
+
+class CompiledModel:
+    """A model compiled in process: run it, report on it, inspect it, save it."""
+
+    def __init__(self, compilation: Compilation, jit, jit_seconds: float):
+        self.compilation, self._jit, self._jit_seconds = compilation, jit, jit_seconds
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self.compilation.manifest
+
+    @property
+    def inputs(self):
+        return self._jit.inputs
+
+    @property
+    def outputs(self):
+        return self._jit.outputs
+
+    def run(self, inputs: Mapping[str, Any]) -> dict:
+        """Run on ``{input name: numpy array}``; returns ``{output name: array}``."""
+        return self._jit.run(inputs)
+
+    def save(self, path) -> None:
+        """Write an ahead-of-time shared library that loads with numpy and ctypes only."""
+        from polyc.runtime.aot import write_artifact
+        write_artifact(self.compilation.llvm_ir, self.manifest, path)
+
+    def report(self) -> str:
+        from polyc.report import compile_report
+        return compile_report(self.compilation, self._jit_seconds)
+
+    def inspect(self) -> str:
+        from polyc.report import inspect_text
+        return inspect_text(self.compilation)
+
+
+__all__ = ["Options", "Compilation", "CompiledModel", "compile_model", "lower", "PolycError"]

@@ -1,0 +1,110 @@
+"""Ahead-of-time artifacts: one shared library that carries its own manifest.
+
+:func:`write_artifact` optimises the code generator's LLVM IR for the host CPU with a
+position-independent target machine, links in a tiny module that defines::
+
+    const char *polyc_manifest(void);   /* the manifest as JSON, NUL-terminated */
+
+emits one object file and links it with the system C compiler
+(``$POLYC_CC -shared -o lib.so obj.o -lm -lgomp``). The result loads with
+:func:`polyc.runtime.artifact.load_artifact`, which needs only numpy and ctypes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from llvmlite import ir
+
+from polyc import config
+from polyc.codegen import target
+from polyc.errors import CodegenError
+from polyc.runtime import abi
+
+MANIFEST_FUNCTION = "polyc_manifest"
+LINK_FLAGS = ("-shared", "-Wl,-Bsymbolic", "-Wl,-z,noexecstack")
+LIBRARIES = ("-lm", "-lgomp")
+MESSAGE_LINES = 12
+
+
+def manifest_ir(manifest: Mapping) -> str:
+    """LLVM IR of ``const char *polyc_manifest(void)`` returning ``manifest`` as JSON."""
+    data = json.dumps(manifest).encode("utf-8") + b"\0"
+    module = ir.Module(name=MANIFEST_FUNCTION)
+    text_type = ir.ArrayType(ir.IntType(8), len(data))
+    text = ir.GlobalVariable(module, text_type, name=f"{MANIFEST_FUNCTION}_json")
+    text.global_constant = True
+    text.linkage = "private"
+    text.initializer = ir.Constant(text_type, bytearray(data))
+    function = ir.Function(module, ir.FunctionType(ir.PointerType(), []), MANIFEST_FUNCTION)
+    ir.IRBuilder(function.append_basic_block("entry")).ret(text)
+    return str(module)
+
+
+def compile_object(llvm_ir: str, manifest: Mapping) -> bytes:
+    """An ELF object (PIC, host CPU, O3) defining the entry function and ``polyc_manifest``."""
+    tm = target.host_target_machine(reloc="pic")
+    module = target.parse(llvm_ir, tm)
+    target.require_function(module, manifest["entry"])
+    target.optimize(module, tm)
+    config.log_section(config.LLVM, "LLVM IR after O3 (AOT)", str(module))
+    try:
+        module.link_in(target.parse(manifest_ir(manifest), tm))
+    except RuntimeError as error:
+        raise CodegenError(f"cannot link the manifest in: {target.llvm_message(error)}") from None
+    return tm.emit_object(module)
+
+
+def link_shared(obj: bytes, path: Path) -> None:
+    """Link the object ``obj`` into the shared library ``path`` with the system C compiler.
+
+    The library is linked under a temporary name next to ``path`` and renamed, so a
+    failed link never leaves a half-written artifact behind.
+    """
+    compiler = config.c_compiler()
+    with tempfile.TemporaryDirectory(prefix="polyc-") as tmp:
+        obj_path = Path(tmp, "model.o")
+        obj_path.write_bytes(obj)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        command = [compiler, *LINK_FLAGS, "-o", str(partial), str(obj_path), *LIBRARIES]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+        except OSError as error:
+            raise CodegenError(f"cannot run the C compiler '{compiler}' ({error.strerror}); "
+                               "install one or set POLYC_CC") from None
+        if done.returncode != 0:
+            partial.unlink(missing_ok=True)
+            lines = (done.stderr or done.stdout).strip().splitlines()[:MESSAGE_LINES]
+            raise CodegenError(f"linking {path.name} with '{compiler}' failed "
+                               f"(exit {done.returncode}): {' | '.join(lines)}")
+        os.replace(partial, path)
+
+
+def write_artifact(llvm_ir: str, manifest: Mapping, path: str | os.PathLike) -> Path:
+    """Compile ``llvm_ir`` for the host and write the shared library ``path``; return it.
+
+    ``manifest`` (format ``polyc-1``, see :mod:`polyc.runtime.abi`) is embedded in the
+    library; the directory of ``path`` must exist.
+    """
+    try:
+        abi.check_manifest(manifest)
+    except (TypeError, ValueError) as error:
+        raise CodegenError(f"bad manifest for {path}: {error}") from None
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise CodegenError(f"cannot write {path}: directory {path.parent} does not exist")
+    clock = time.perf_counter()
+    obj = compile_object(llvm_ir, manifest)
+    compiled = time.perf_counter()
+    link_shared(obj, path)
+    linked = time.perf_counter()
+    config.log(config.STAGES, f"polyc: {'aot object':<12} {(compiled - clock) * 1e3:9.2f} ms")
+    config.log(config.STAGES, f"polyc: {'aot link':<12} {(linked - compiled) * 1e3:9.2f} ms")
+    return path
+

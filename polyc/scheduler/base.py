@@ -1,0 +1,73 @@
+"""The scheduler interface: every scheduler (isl's, the original order, Pluto's)
+maps a SCoP with dependences and fusion groups to an isl schedule tree plus a record
+of what it decided.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import islpy as isl
+
+from polyc.errors import PolycError
+from polyc.fusion.groups import FusionGroups
+from polyc.islutil import sequence
+from polyc.scop.model import Scop
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    """A schedule tree and the decisions that produced it (printable, replayable)."""
+
+    scheduler: str
+    schedule: isl.Schedule
+    decisions: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        from polyc.scheduler.notation import pluto_notation
+        lines = [f"scheduler: {self.scheduler}"]
+        lines += [f"  {d}" for d in self.decisions]
+        return "\n".join(lines) + "\n" + pluto_notation(self.schedule)
+
+
+# A group scheduler returns the schedule of one fusion group and its decisions.
+GroupScheduler = Callable[[Scop, tuple[str, ...]], tuple[isl.Schedule, tuple[str, ...]]]
+
+SCHEDULERS: dict[str, GroupScheduler] = {}
+
+
+def register(name: str):
+    def decorate(fn: GroupScheduler) -> GroupScheduler:
+        SCHEDULERS[name] = fn
+        return fn
+    return decorate
+
+
+def schedule(scop: Scop, groups: FusionGroups, *, scheduler: str = "isl") -> ScheduleResult:
+    """Schedule each fusion group with ``scheduler``; groups run in sequence."""
+    if scheduler not in SCHEDULERS:
+        raise PolycError(f"unknown scheduler {scheduler!r}; choose one of "
+                         f"{', '.join(sorted(SCHEDULERS))}")
+    if scop.dependences is None:
+        raise PolycError("dependences must be computed before scheduling")
+    parts, decisions = [], []
+    for k, group in enumerate(groups.groups):
+        part, notes = SCHEDULERS[scheduler](scop, group)
+        parts.append(part)
+        decisions += [f"G{k}: {note}" for note in notes]
+    if not parts:
+        return ScheduleResult(scheduler, scop.order, ())
+    return ScheduleResult(scheduler, sequence(parts), tuple(decisions))
+
+
+def group_domain(scop: Scop, group: tuple[str, ...]) -> isl.UnionSet:
+    result = isl.UnionSet.empty(isl.Space.params_alloc(scop.ctx, 0))
+    for name in group:
+        result = result.union(isl.UnionSet.from_set(scop.statement(name).domain))
+    return result
+
+
+def group_dependences(scop: Scop, domain: isl.UnionSet) -> isl.UnionMap:
+    """All dependences with both ends inside ``domain``."""
+    return scop.dependences.all.intersect_domain(domain).intersect_range(domain)

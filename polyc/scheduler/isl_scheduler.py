@@ -1,0 +1,36 @@
+"""isl's own scheduler (``isl_schedule_constraints_compute_schedule``) as a baseline,
+and the original program order (``scheduler="original"``) for comparison and debugging.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from polyc.config import SYSTEMS, log_section
+from polyc.errors import PolycError
+from polyc.islutil import identity_schedule, sequence
+from polyc.scheduler.base import group_dependences, group_domain, register
+from polyc.scop.model import Scop
+
+
+@register("isl")
+def isl_schedule(scop: Scop, group: tuple[str, ...]):
+    """Validity, coincidence and proximity on every dependence of the group."""
+    domain = group_domain(scop, group)
+    deps = group_dependences(scop, domain)
+    log_section(SYSTEMS, f"isl scheduler constraints for {', '.join(group)}",
+                f"domain: {domain}\nvalidity/coincidence/proximity: {deps}")
+    constraints = (isl.ScheduleConstraints.on_domain(domain)
+                   .set_validity(deps).set_coincidence(deps).set_proximity(deps))
+    try:
+        schedule = constraints.compute_schedule()
+    except isl.Error as err:
+        raise PolycError(f"isl's scheduler failed on {', '.join(group)}: {err}") from err
+    return schedule, (f"isl compute_schedule over {len(group)} statements",)
+
+
+@register("original")
+def original_schedule(scop: Scop, group: tuple[str, ...]):
+    """The statements in program order, each in its own loop nest."""
+    parts = [identity_schedule(scop.statement(name).domain) for name in group]
+    return sequence(parts), (f"original order of {len(group)} statements",)

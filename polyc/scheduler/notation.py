@@ -1,0 +1,69 @@
+"""Schedules in Pluto notation: one line per statement, e.g. ``T(S1): (0, i0, i1, 1)``."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import islpy as isl
+
+from polyc.islutil import union_maps
+
+
+def pluto_notation(schedule: isl.Schedule | isl.UnionMap, scop=None) -> str:
+    """``T(S): (...)`` for every statement of a schedule tree or schedule map."""
+    times = schedule.get_map() if isinstance(schedule, isl.Schedule) else schedule
+    rows = {}
+    for relation in union_maps(times):
+        name = relation.get_tuple_name(isl.dim_type.in_)
+        rows[name] = f"T({name}): ({', '.join(_row_terms(relation))})"
+    order = [s.name for s in scop.statements] if scop is not None else sorted(rows)
+    return "\n".join(rows[name] for name in order if name in rows)
+
+
+def _row_terms(relation: isl.Map) -> list[str]:
+    pma = isl.PwMultiAff.from_map(relation)
+    if pma.n_piece() != 1:
+        return [str(relation)]
+    pieces = []
+    pma.foreach_piece(lambda _set, multi_aff: pieces.append(multi_aff))
+    multi_aff = pieces[0]
+    return [format_aff(multi_aff.get_at(k)) for k in range(multi_aff.dim(isl.dim_type.out))]
+
+
+def format_aff(aff: isl.Aff) -> str:
+    """An affine (or quasi-affine) expression over named dims: ``2*t + i + 1``, ``i/32``."""
+    terms = []
+    for k in range(aff.dim(isl.dim_type.in_)):
+        coef = _frac(aff.get_coefficient_val(isl.dim_type.in_, k))
+        terms.append((coef, aff.get_dim_name(isl.dim_type.in_, k) or f"i{k}"))
+    for k in range(aff.dim(isl.dim_type.div)):
+        coef = _frac(aff.get_coefficient_val(isl.dim_type.div, k))
+        terms.append((coef, _format_div(aff.get_div(k))))
+    text = _join(terms, _frac(aff.get_constant_val()))
+    denominator = _frac(aff.get_denominator_val())
+    return text if denominator == 1 else f"({text})/{denominator}"
+
+
+def _format_div(div: isl.Aff) -> str:
+    """``floor(e/d)`` printed the Pluto way: ``e/d``."""
+    denominator = _frac(div.get_denominator_val())
+    inner = format_aff(div.scale_val(isl.Val.int_from_si(div.get_ctx(), int(denominator))))
+    simple = all(ch.isalnum() or ch == "_" for ch in inner)
+    return f"{inner}/{denominator}" if simple else f"({inner})/{denominator}"
+
+
+def _join(terms, constant) -> str:
+    parts = []
+    for coef, name in terms:
+        if coef == 0:
+            continue
+        magnitude = "" if abs(coef) == 1 else f"{abs(coef)}*"
+        parts.append(("-" if coef < 0 else "+", f"{magnitude}{name}"))
+    if constant != 0 or not parts:
+        parts.append(("-" if constant < 0 else "+", str(abs(constant))))
+    text = " ".join(f"{sign} {body}" for sign, body in parts)
+    return text[2:] if text.startswith("+ ") else "-" + text[2:]
+
+
+def _frac(val: isl.Val) -> Fraction:
+    return Fraction(val.get_num_si(), val.get_den_val().get_num_si())

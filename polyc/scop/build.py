@@ -1,0 +1,150 @@
+"""Core ops -> statements with isl iteration domains and access relations.
+
+- ``Map`` ``out[i] = f(..)``            -> one statement over the box of ``out``;
+- ``Reduce``                            -> an init statement over the output box and
+  an update statement ``out[o(i)] = combine(out[o(i)], f(..))`` over the loop box;
+- ``View``                              -> no statement: reads of the view are
+  composed with the view's (quasi-)affine index map onto the array that has storage.
+"""
+
+from __future__ import annotations
+
+import re
+
+import islpy as isl
+
+from polyc.frontend.core import Call, Const, Graph, Map, Read, Reduce, View, identity_index
+from polyc.islutil import (
+    box,
+    identity_schedule,
+    index_map,
+    reshape_map,
+    sequence,
+    set_space,
+    transpose_map,
+)
+from polyc.scop.model import Access, Array, Load, Scop, Statement
+
+
+def build_scop(graph: Graph, *, ctx: isl.Context | None = None) -> Scop:
+    """The SCoP of a core graph: one or two statements per Map/Reduce, in program order."""
+    builder = _Builder(ctx or isl.Context(), graph)
+    for position, op in enumerate(graph.ops):
+        builder.add(position, op)
+    statements = tuple(builder.statements)
+    order = sequence([identity_schedule(s.domain) for s in statements])
+    constants = {builder.arrays[t].name: v for t, v in graph.constants.items()
+                 if t in builder.arrays}
+    return Scop(ctx=builder.ctx, arrays=tuple(builder.arrays.values()),
+                statements=statements, order=order, constants=constants)
+
+
+def _isl_name(tensor: str, taken: set[str]) -> str:
+    """A readable, unique isl tuple name for an ONNX tensor name."""
+    name = re.sub(r"\W+", "_", tensor).strip("_") or "t"
+    if not name[0].isalpha():
+        name = "t_" + name
+    candidate, k = name, 1
+    while candidate in taken:
+        candidate, k = f"{name}_{k}", k + 1
+    taken.add(candidate)
+    return candidate
+
+
+class _Builder:
+    def __init__(self, ctx: isl.Context, graph: Graph):
+        self.ctx, self.graph = ctx, graph
+        self.arrays: dict[str, Array] = {}  # tensor -> Array, storage only
+        self.views: dict[str, tuple[str, isl.Map]] = {}  # tensor -> (base tensor, map)
+        self.statements: list[Statement] = []
+        self._names: set[str] = set()
+        self._declare_arrays()
+
+    def _declare_arrays(self) -> None:
+        graph = self.graph
+        kinds = {t.name: "input" for t in graph.inputs}
+        kinds.update({name: "constant" for name in graph.constants})
+        kinds.update({t.name: "output" for t in graph.outputs})
+        for op in graph.ops:
+            if not isinstance(op, View):
+                kinds.setdefault(op.out, "temp")
+        for tensor, kind in kinds.items():
+            info = graph.tensors[tensor]
+            name = _isl_name(tensor, self._names)
+            self.arrays[tensor] = Array(name, tensor, tuple(info.shape), kind, info.dtype)
+
+    def _space(self, tensor: str) -> isl.Space:
+        if tensor in self.arrays:
+            array = self.arrays[tensor]
+            return set_space(self.ctx, array.name, [f"d{k}" for k in range(len(array.shape))])
+        rank = len(self.graph.tensors[tensor].shape)
+        name = _isl_name(tensor, set(self._names))
+        return set_space(self.ctx, name, [f"d{k}" for k in range(rank)])
+
+    def _statement_name(self, label: str) -> str:
+        suffix = re.sub(r"\W+", "_", label)
+        return f"S{len(self.statements)}_{suffix}"
+
+    def add(self, position: int, op) -> None:
+        if isinstance(op, View):
+            self._add_view(op)
+        elif isinstance(op, Map):
+            index = identity_index(len(op.shape))
+            self._add_statement(position, op, op.label, op.shape, index, op.expr)
+        elif isinstance(op, Reduce):
+            self._add_reduce(position, op)
+        else:
+            raise TypeError(f"not a core op: {op!r}")
+
+    def _add_view(self, op: View) -> None:
+        src_space = self._space(op.src)
+        view_space = self._space(op.out)
+        if op.kind == "transpose":
+            view_map = transpose_map(view_space, src_space, op.perm)
+        else:
+            view_map = reshape_map(self.ctx, view_space, self.graph.tensors[op.out].shape,
+                                   src_space, self.graph.tensors[op.src].shape)
+        if op.src in self.views:  # a view of a view: compose down to the storage
+            base, inner = self.views[op.src]
+            view_map = view_map.apply_range(inner)
+            op_src = base
+        else:
+            op_src = op.src
+        self.views[op.out] = (op_src, view_map)
+
+    def _add_reduce(self, position: int, op: Reduce) -> None:
+        self._add_statement(position, op, f"{op.label}_init", op.out_shape,
+                            identity_index(len(op.out_shape)), op.init)
+        accumulator = Read(op.out, op.out_index)
+        body = Call(op.combiner, (accumulator, op.expr))
+        self._add_statement(position, op, f"{op.label}_update", op.extents, op.out_index, body)
+
+    def _add_statement(self, position, op, label, extents, out_index, expr) -> None:
+        name = self._statement_name(label)
+        domain = box(self.ctx, name, extents)
+        write = self._access(domain, op.out, out_index)
+        reads: list[Access] = []
+        body = self._lower_body(expr, domain, reads)
+        self.statements.append(Statement(name, domain, write, tuple(reads), body, position,
+                                         op.node))
+
+    def _access(self, domain: isl.Set, tensor: str, index) -> Access:
+        if tensor in self.views:
+            base, view_map = self.views[tensor]
+            relation = index_map(domain, view_map.get_space().domain(), index)
+            relation = relation.apply_range(view_map)
+            return Access(self.arrays[base].name, relation)
+        array = self.arrays[tensor]
+        relation = index_map(domain, self._space(tensor), index)
+        return Access(array.name, relation)
+
+    def _lower_body(self, expr, domain: isl.Set, reads: list[Access]):
+        """Replace each Read by a Load of a new access (one access per Read)."""
+        if isinstance(expr, Read):
+            reads.append(self._access(domain, expr.tensor, expr.index))
+            return Load(len(reads) - 1)
+        if isinstance(expr, Call):
+            return Call(expr.fn, tuple(self._lower_body(a, domain, reads) for a in expr.args))
+        if isinstance(expr, Const):
+            return expr
+        raise TypeError(f"not a core expression: {expr!r}")

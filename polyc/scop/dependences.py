@@ -1,0 +1,34 @@
+"""Exact dependences with isl's dataflow analysis.
+
+RAW: the last write before each read (must sources);
+WAR: every read before a write (may sources);
+WAW: the last write before each write.
+All are relations between statement instances, in the original program order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import islpy as isl
+
+from polyc.scop.model import Dependences, Scop
+
+
+def _flow(sink: isl.UnionMap, order: isl.Schedule, *, must=None, may=None) -> isl.UnionFlow:
+    info = isl.UnionAccessInfo.from_sink(sink)
+    if must is not None:
+        info = info.set_must_source(must)
+    if may is not None:
+        info = info.set_may_source(may)
+    return info.set_schedule(order).compute_flow()
+
+
+def compute_dependences(scop: Scop) -> Scop:
+    """The SCoP with its RAW, WAR and WAW dependences filled in."""
+    reads, writes = scop.reads, scop.writes
+    raw = _flow(reads, scop.order, must=writes).get_must_dependence()
+    war = _flow(writes, scop.order, may=reads).get_may_dependence()
+    waw = _flow(writes, scop.order, must=writes).get_must_dependence()
+    deps = Dependences(raw=raw.coalesce(), war=war.coalesce(), waw=waw.coalesce())
+    return dataclasses.replace(scop, dependences=deps)

@@ -1,0 +1,165 @@
+"""The SCoP records: arrays, statements with isl domains and accesses, dependences.
+
+``str(scop)`` is the IR: labelled sections ARRAYS, DOMAINS, ACCESSES, BODIES,
+DEPENDENCES and SCHEDULE (the original program order in Pluto notation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Union
+
+import islpy as isl
+import numpy as np
+
+from polyc.frontend.core import Call, Const
+from polyc.islutil import union_maps
+
+
+@dataclass(frozen=True)
+class Array:
+    """A tensor with storage. ``name`` is its isl tuple name; ``tensor`` the ONNX name."""
+
+    name: str
+    tensor: str
+    shape: tuple[int, ...]
+    kind: str  # "input" | "output" | "constant" | "temp"
+    dtype: str = "float32"
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * np.dtype(self.dtype).itemsize
+
+    def __str__(self) -> str:
+        alias = "" if self.tensor == self.name else f"  (onnx '{self.tensor}')"
+        return f"{self.kind:8} {self.name}: {self.dtype}{list(self.shape)}{alias}"
+
+
+@dataclass(frozen=True)
+class Access:
+    """``relation`` maps statement instances to the elements of ``array`` they touch."""
+
+    array: str
+    relation: isl.Map
+
+
+@dataclass(frozen=True)
+class Load:
+    """In a statement body: the value read through the statement's ``reads[k]``."""
+
+    k: int
+
+    def __str__(self) -> str:
+        return f"R{self.k}"
+
+
+Body = Union[Load, Const, Call]
+
+
+@dataclass(frozen=True)
+class Statement:
+    """``write = body(reads)`` for every point of ``domain``."""
+
+    name: str
+    domain: isl.Set
+    write: Access
+    reads: tuple[Access, ...]
+    body: Body
+    op_index: int  # position of the core op it came from
+    node: str = ""  # the ONNX node, for messages
+
+    def __str__(self) -> str:
+        return f"{self.name}: W = {self.body}"
+
+
+@dataclass(frozen=True)
+class Dependences:
+    """Exact dependences between statement instances (isl dataflow analysis)."""
+
+    raw: isl.UnionMap
+    war: isl.UnionMap
+    waw: isl.UnionMap
+
+    def kinds(self) -> dict[str, isl.UnionMap]:
+        return {"RAW": self.raw, "WAR": self.war, "WAW": self.waw}
+
+    @property
+    def all(self) -> isl.UnionMap:
+        return self.raw.union(self.war).union(self.waw)
+
+    def __str__(self) -> str:
+        lines = []
+        for kind, umap in self.kinds().items():
+            for dep in union_maps(umap):
+                lines.append(f"{kind} {dep}")
+        return "\n".join(lines) if lines else "(none)"
+
+
+@dataclass(frozen=True)
+class Scop:
+    """A static control part: the whole model as statements over arrays."""
+
+    ctx: isl.Context
+    arrays: tuple[Array, ...]
+    statements: tuple[Statement, ...]
+    order: isl.Schedule  # the original program order
+    constants: Mapping[str, np.ndarray]  # array name -> value
+    dependences: Dependences | None = None
+
+    def array(self, name: str) -> Array:
+        for array in self.arrays:
+            if array.name == name:
+                return array
+        raise KeyError(name)
+
+    def statement(self, name: str) -> Statement:
+        for statement in self.statements:
+            if statement.name == name:
+                return statement
+        raise KeyError(name)
+
+    @property
+    def domain(self) -> isl.UnionSet:
+        result = isl.UnionSet.empty(isl.Space.params_alloc(self.ctx, 0))
+        for statement in self.statements:
+            result = result.union(isl.UnionSet.from_set(statement.domain))
+        return result
+
+    def _accesses(self, which: str) -> isl.UnionMap:
+        result = isl.UnionMap.empty(isl.Space.params_alloc(self.ctx, 0))
+        for statement in self.statements:
+            accesses = (statement.write,) if which == "write" else statement.reads
+            for access in accesses:
+                result = result.union(isl.UnionMap.from_map(access.relation))
+        return result
+
+    @property
+    def reads(self) -> isl.UnionMap:
+        return self._accesses("read")
+
+    @property
+    def writes(self) -> isl.UnionMap:
+        return self._accesses("write")
+
+    def __str__(self) -> str:
+        from polyc.scheduler.notation import pluto_notation
+
+        lines = ["ARRAYS"] + [f"  {a}" for a in self.arrays]
+        lines.append("DOMAINS")
+        lines += [f"  {s.domain}" for s in self.statements]
+        lines.append("ACCESSES")
+        for s in self.statements:
+            lines.append(f"  {s.name}  W {s.write.relation}")
+            lines += [f"  {' ' * len(s.name)}  R{k} {r.relation}" for k, r in enumerate(s.reads)]
+        lines.append("BODIES")
+        lines += [f"  {s}" for s in self.statements]
+        if self.dependences is not None:
+            lines.append("DEPENDENCES")
+            lines += [f"  {line}" for line in str(self.dependences).splitlines()]
+        lines.append("SCHEDULE (original order)")
+        lines += [f"  {line}" for line in pluto_notation(self.order, self).splitlines()]
+        return "\n".join(lines)
