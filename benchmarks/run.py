@@ -20,9 +20,23 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper
+
+def _threads_from_argv(argv) -> str:
+    """Thread count, read before numpy and onnxruntime start their thread pools."""
+    for k, arg in enumerate(argv):
+        if arg == "--threads" and k + 1 < len(argv):
+            return argv[k + 1]
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+    return "1"
+
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = _threads_from_argv(sys.argv[1:])
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -108,7 +122,6 @@ def main(argv=None):
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--json", default=str(HERE / "results" / "latest.json"))
     args = parser.parse_args(argv)
-    os.environ["OMP_NUM_THREADS"] = str(args.threads)
     rows = [run_case(*CASES[name](), args.repeat, args.threads)
             for name in args.cases.split(",")]
     header = (f"{'case':<28}{'compile ms':>12}{'polyc ms':>11}{'numpy ms':>11}{'ort ms':>10}"

@@ -119,9 +119,9 @@ def identity_schedule(domain: isl.Set) -> isl.Schedule:
     schedule = isl.Schedule.from_domain(isl.UnionSet.from_set(domain))
     if domain.dim(isl.dim_type.set) == 0:
         return schedule
-    identity = isl.Map.identity(domain.get_space().map_from_set()).intersect_domain(domain)
-    anonymous = identity.reset_tuple_id(isl.dim_type.out)
-    partial = isl.MultiUnionPwAff.from_union_map(isl.UnionMap.from_map(anonymous))
+    identity = isl.MultiAff.identity(domain.get_space().map_from_set())
+    anonymous = identity.reset_tuple_id(isl.dim_type.out)  # works for empty domains too
+    partial = isl.MultiUnionPwAff.from_multi_pw_aff(isl.MultiPwAff.from_multi_aff(anonymous))
     return schedule.insert_partial_schedule(partial)
 
 

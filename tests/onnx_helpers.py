@@ -1,8 +1,8 @@
 """Helpers for frontend and backend tests: building models and running them.
 
-``run_polyc`` is the one executor the numerical tests use. Today it runs the frontend
-(``import_model``) and the numpy reference interpreter (``evaluate``); when the
-compiled pipeline works, switch it to ``polyc.compile(model).run(inputs)``.
+``run_polyc`` is the one executor the numerical tests use: the whole compiler, native
+code run in process. ``assert_matches_onnxruntime`` also checks the frontend's numpy
+reference interpreter (``run_reference``) against onnxruntime.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from polyc.backend import PolycBackend
+import polyc
 from polyc.frontend import check_graph, evaluate, import_model
 
 # onnx 1.23 writes IR version 14; onnxruntime 1.31 accepts at most 13.
@@ -77,11 +77,12 @@ def run_onnxruntime(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray]) ->
 
 
 def run_polyc(model, inputs: Mapping[str, np.ndarray], **options) -> dict:
-    """polyc's outputs for ``inputs``.
+    """polyc's outputs for ``inputs``: compiled to native code and run in process."""
+    return polyc.compile(model, **options).run(dict(inputs))
 
-    Today: frontend + numpy reference interpreter. The lead switches this line to the
-    compiled path (``polyc.compile(model, **options).run(dict(inputs))``) when it works.
-    """
+
+def run_reference(model, inputs: Mapping[str, np.ndarray], **options) -> dict:
+    """The frontend's core graph run by the numpy reference interpreter."""
     graph = import_model(model, **options)
     check_graph(graph)
     return evaluate(graph, inputs)
@@ -92,18 +93,10 @@ def assert_matches_onnxruntime(model: onnx.ModelProto, seed: int = 0, inputs=Non
     inputs = random_inputs(model, seed) if inputs is None else inputs
     expected = run_onnxruntime(model, inputs)
     actual = run_polyc(model, inputs)
-    assert set(actual) == set(expected)
+    reference = run_reference(model, inputs)
+    assert set(actual) == set(expected) == set(reference)
     for name, value in expected.items():
         assert actual[name].shape == value.shape, name
         np.testing.assert_allclose(actual[name], value, rtol=RTOL, atol=ATOL, err_msg=name)
+        np.testing.assert_allclose(reference[name], value, rtol=RTOL, atol=ATOL, err_msg=name)
     return actual
-
-
-class EvaluateBackend(PolycBackend):
-    """PolycBackend executing through import_model + evaluate (the reference path)."""
-
-    @staticmethod
-    def executor(model: onnx.ModelProto):
-        graph = import_model(model)
-        check_graph(graph)
-        return lambda feeds: evaluate(graph, feeds)

@@ -1,8 +1,6 @@
-"""The ``polyc`` command line on real ONNX models: needs ``polyc.pipeline``.
+"""The ``polyc`` command line on real ONNX models, through the whole pipeline.
 
-TODO(lead): these tests wait for ``polyc.pipeline.compile_model``; until it is complete
-the whole file is skipped with the reason below (listed by ``-ra`` in every run).
-Delete ``pytestmark`` to enable them. The CLI expects ``compile_model(path,
+The CLI expects ``compile_model(path,
 scheduler=, fuse=, shapes=, check=)`` (only the options given on the command line are
 passed) to return an object with ``.save(path)``, ``.run(inputs) -> dict``,
 ``.report() -> str``, ``.inspect() -> str`` and ``.inputs`` (``TensorSpec``s as in
@@ -23,9 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 MLP = ROOT / "examples" / "mlp.onnx"
 MLP_INPUT = ROOT / "examples" / "mlp_input.npy"
 RTOL, ATOL = 1e-4, 1e-6  # fp32 with reassociated reductions against onnxruntime
-
-pytestmark = pytest.mark.skip(
-    reason="TODO(lead): enable when polyc.pipeline is complete (delete pytestmark)")
 
 
 def polyc(*args, cwd=None) -> subprocess.CompletedProcess:

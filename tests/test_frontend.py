@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
@@ -63,6 +65,27 @@ def test_binary_broadcasting(op, a_shape, b_shape, opset):
     model = make_model([node(op, ["a", "b"])], [("a", a_shape), ("b", b_shape)], ["y"],
                        opset=opset)
     assert_matches_onnxruntime(model, seed=len(a_shape) * 7 + len(b_shape))
+
+
+@st.composite
+def broadcastable_shapes(draw):
+    """Two shapes that broadcast: each dim of each is the common size or 1."""
+    full = draw(st.lists(st.integers(1, 4), max_size=4))
+    def operand():
+        dims = [draw(st.sampled_from([d, 1])) for d in full]
+        return tuple(dims[draw(st.integers(0, len(dims))):])  # drop some leading dims
+    return operand(), operand()
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(shapes=broadcastable_shapes(), op=st.sampled_from(["Add", "Sub", "Mul", "Div"]))
+def test_binary_broadcasting_matches_numpy(shapes, op):
+    a_shape, b_shape = shapes
+    model = make_model([node(op, ["a", "b"])], [("a", a_shape), ("b", b_shape)], ["y"])
+    inputs = random_inputs(model, seed=0)
+    numpy_op = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}[op]
+    expected = numpy_op(inputs["a"], inputs["b"])
+    np.testing.assert_allclose(run_polyc(model, inputs)["y"], expected, rtol=RTOL, atol=ATOL)
 
 
 @pytest.mark.parametrize("opset", [11, 13, 14, 25])
@@ -299,6 +322,22 @@ def test_reduce_over_a_zero_size_axis_gives_the_identity(op, expected):
     (y,) = run_polyc(model, {"x": np.zeros((2, 0, 3), np.float32)}).values()
     assert y.shape == (2, 1, 3)
     np.testing.assert_array_equal(y, np.full((2, 1, 3), expected, np.float32))
+
+
+def test_reduce_over_an_empty_box_is_a_map_of_its_init():
+    """The body never runs: no Reduce, and the (empty) operand is not read at all."""
+    graph = import_model(make_model([node("MatMul", ["a", "b"])],
+                                    [("a", (3, 0)), ("b", (0, 2))], ["y"]))
+    (op,) = graph.ops
+    assert isinstance(op, Map) and op.expr == Const(0.0) and op.label == "matmul"
+
+
+def test_ops_whose_result_is_never_read_are_dropped():
+    nodes = [node("Abs", ["x"], ["a"]), node("ReduceSum", ["a", "axes"])]
+    model = make_model(nodes, [("x", (2, 0, 3))], ["y"], initializers=[int64("axes", [1])])
+    graph = import_model(model)
+    assert [op.label for op in graph.ops] == ["reduce_sum"]
+    check_graph(graph)
 
 
 def test_reduce_mean_divides_a_sum_by_the_count():

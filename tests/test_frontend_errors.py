@@ -34,10 +34,13 @@ def test_unsupported_op_names_op_node_and_opset():
         import_model(model)
 
 
-def test_unsupported_unnamed_node_is_named_by_op_and_index():
-    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Floor", ["r"], ["y"])]
+def test_unsupported_unnamed_node_is_named_by_op_and_model_index():
+    """The index is the node's position in the model, before clean-up removed any."""
+    nodes = [helper.make_node("Constant", [], ["c"], value_float=2.0),
+             helper.make_node("Mul", ["x", "c"], ["r"]),
+             helper.make_node("Floor", ["r"], ["y"])]
     model = make_model(nodes, [("x", (3,))], ["y"])
-    with pytest.raises(UnsupportedOpError, match=r"Floor \(opset 13\) at node 'Floor#1'"):
+    with pytest.raises(UnsupportedOpError, match=r"Floor \(opset 13\) at node 'Floor#2'"):
         import_model(model)
 
 

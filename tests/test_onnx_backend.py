@@ -1,24 +1,26 @@
 """The ONNX node conformance tests shipped in the onnx package, run through polyc.
 
 An explicit allow list: every node test whose model uses only ops polyc lowers, minus
-the exclusions below, each with its reason. Integer (int64) graph inputs such as
-Reshape's ``shape`` or the Reduce ``axes`` are bound as constants by the backend when
-the test feeds them (see ``polyc.backend``). The other test kinds in the onnx package
-(pytorch-converted, pytorch-operator, simple) use opsets 6 and 9, below polyc's 11.
+the exclusions below, each with its reason (excluded tests are not run at all).
+Integer (int64) graph inputs such as Reshape's ``shape`` or the Reduce ``axes`` are
+bound as constants by the backend when the test feeds them (see ``polyc.backend``).
+The other test kinds in the onnx package (pytorch-converted, pytorch-operator, simple)
+use opsets 6 and 9, below polyc's 11.
 """
 
 from __future__ import annotations
 
-import re
-
-import onnx.backend.test
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
 from onnx.backend.test.loader import load_model_tests
 
-from onnx_helpers import EvaluateBackend
+from polyc.backend import PolycBackend
 
-# The backend under test. The lead switches this line to `PolycBackend` (compiled path)
-# once `polyc.compile` works: `from polyc.backend import PolycBackend as BACKEND`.
-BACKEND = EvaluateBackend
+from onnx_helpers import make_model
+
+# The backend under test: the whole compiler (native code run in process).
+BACKEND = PolycBackend
 
 SUPPORTED_OPS = frozenset({
     "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp",
@@ -113,24 +115,42 @@ EXCLUDED = {
 }
 
 
-def _cpu_test(name: str) -> str:
-    return f"^{re.escape(name)}_cpu$"
+NODE_TESTS = {case.name: case for case in load_model_tests(kind="node")}
 
 
-backend_test = onnx.backend.test.BackendTest(BACKEND, __name__)
-for _name in ALLOWED:
-    backend_test.include(_cpu_test(_name))
-for _name in EXCLUDED:
-    backend_test.exclude(_cpu_test(_name))
-
-globals().update(backend_test.enable_report().test_cases)
+@pytest.mark.parametrize("name", ALLOWED)
+def test_onnx_node_conformance(name):
+    """The shipped inputs and expected outputs, at the suite's own tolerances (the
+    onnx runner's: rtol 1e-3, atol 1e-7 unless the test case says otherwise)."""
+    case = NODE_TESTS[name]
+    rep = BACKEND.prepare(case.model)
+    assert case.data_sets, f"{name} ships no test data"
+    for inputs, expected in case.data_sets:
+        outputs = rep.run(inputs)
+        assert len(outputs) == len(expected)
+        for got, want in zip(outputs, expected):
+            assert got.shape == want.shape and got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=case.rtol, atol=case.atol)
 
 
 def test_allow_list_covers_every_node_test_of_supported_ops():
     """Every node test using only supported ops is allowed or excluded with a reason."""
-    covered = {case.name for case in load_model_tests(kind="node")
+    covered = {case.name for case in NODE_TESTS.values()
                if {n.op_type for n in case.model.graph.node} <= SUPPORTED_OPS}
     listed = set(ALLOWED) | set(EXCLUDED)
     assert covered - listed == set()
     assert listed - covered == set()
     assert not set(ALLOWED) & set(EXCLUDED)
+
+
+def test_backend_takes_positional_inputs_and_binds_int64_inputs():
+
+    model = make_model([helper.make_node("Reshape", ["x", "shape"], ["y"])],
+                       [("x", (2, 3)), ("shape", (2,), TensorProto.INT64)], [("y", (3, 2))])
+    rep = BACKEND.prepare(model)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (y,) = rep.run([x, np.array([3, 2])])
+    np.testing.assert_array_equal(y, x.reshape(3, 2))
+    (y,) = rep.run({"x": x, "shape": np.array([-1, 2])})
+    np.testing.assert_array_equal(y, x.reshape(3, 2))
+    assert BACKEND.supports_device("CPU") and not BACKEND.supports_device("CUDA")

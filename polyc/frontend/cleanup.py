@@ -27,7 +27,7 @@ SUBGRAPHS = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
 def cleanup(graph: OnnxGraph) -> OnnxGraph:
-    """Dead nodes removed, Constant nodes and all-constant nodes folded, unused constants dropped."""
+    """Dead nodes removed, Constant and all-constant nodes folded, unused constants dropped."""
     graph = remove_dead_nodes(graph)
     graph = fold_constant_nodes(graph)
     graph = fold_constants(graph)

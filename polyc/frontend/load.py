@@ -71,13 +71,20 @@ def load_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None) -> O
         source=source,
         opset=opset,
         opset_imports=tuple((o.domain, o.version) for o in proto.opset_import),
-        nodes=tuple(graph.node),
+        nodes=tuple(_named(node, index) for index, node in enumerate(graph.node)),
         inputs=inputs,
         outputs=tuple(v.name for v in graph.output),
         constants=constants,
         value_shapes=_value_shapes(graph),
         model_hash=model_hash,
     )
+
+
+def _named(node: onnx.NodeProto, index: int) -> onnx.NodeProto:
+    """``node``, named ``<op_type>#<index>`` (its index in the model) if it has no name."""
+    if not node.name:
+        node.name = f"{node.op_type}#{index}"
+    return node
 
 
 def _read(model) -> tuple[onnx.ModelProto, str]:

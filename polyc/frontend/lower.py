@@ -106,8 +106,13 @@ class LoweringContext:
 
     def reduce(self, *, out_shape, init: core.Expr, extents, out_index, combiner: str,
                expr: core.Expr, label: str) -> TensorInfo:
-        """Emit a Reduce (see :class:`core.Reduce`); the new tensor it writes."""
+        """Emit a Reduce (see :class:`core.Reduce`); the new tensor it writes.
+
+        Over an empty box (a zero extent) the body never runs: a Map of ``init``.
+        """
         out_shape = tuple(int(d) for d in out_shape)
+        if 0 in extents:
+            return self.map(out_shape, init, label=label)
         op = Reduce(self.fresh(label), out_shape, init, tuple(int(e) for e in extents),
                     tuple(out_index), combiner, expr, node=self._node.name, label=label)
         return self._emit(op, out_shape)
@@ -148,6 +153,7 @@ class LoweringContext:
             if info.dtype != "float32":
                 raise UnsupportedDtypeError(f"graph input '{info.name}' has dtype "
                                             f"{info.dtype}; polyc compiles float32 only")
+        self._ops = _without_unread_ops(self._ops, set(self._graph.outputs))
         used = {t for op in self._ops for t in (op.out, *op.inputs)}
         names = [t.name for t in self._graph.inputs] + [n for n in self._tensors if n in used]
         return Graph(
@@ -234,6 +240,17 @@ class LoweringContext:
             dims = [d if d is not None else "?" for d in inferred]
             raise self.shape_error(f"output '{onnx_name}' lowered with shape {list(shape)}, "
                                    f"but ONNX shape inference gives {dims}")
+
+
+def _without_unread_ops(ops: list[core.Op], outputs: set[str]) -> list[core.Op]:
+    """The ops whose result reaches a graph output (others arise e.g. when a Reduce over
+    an empty box, lowered as a Map of its init, no longer reads its operand)."""
+    live, kept = set(outputs), []
+    for op in reversed(ops):
+        if op.out in live:
+            kept.append(op)
+            live.update(op.inputs)
+    return kept[::-1]
 
 
 def _onnx_names(graph: OnnxGraph) -> set[str]:
