@@ -10,7 +10,6 @@ from polyc.errors import (  # noqa: F401
     IllegalScheduleError,
     InputError,
     ModelError,
-    NotAffineError,
     PolycError,
     ShapeError,
     UnsupportedDtypeError,

@@ -30,10 +30,6 @@ class ShapeError(PolycError):
     """A shape that is unknown, symbolic, or inconsistent with the op using it."""
 
 
-class NotAffineError(PolycError):
-    """An index or bound that cannot be written as an affine (isl) expression."""
-
-
 class IllegalScheduleError(PolycError):
     """A schedule that runs some dependence backwards; the message shows which."""
 
