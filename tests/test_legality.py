@@ -25,7 +25,7 @@ def _schedule_from_map(scop, text):
     return isl.Schedule.from_domain(sched_map.domain()).insert_partial_schedule(partial)
 
 
-@pytest.mark.parametrize("scheduler", ["isl", "original"])
+@pytest.mark.parametrize("scheduler", ["pluto", "isl", "original"])
 @pytest.mark.parametrize("policy", POLICIES)
 def test_schedulers_produce_legal_schedules(scop, scheduler, policy):
     result = schedule(scop, fuse(scop, policy=policy), scheduler=scheduler)

@@ -12,7 +12,7 @@ import polyc
 
 from onnx_helpers import ATOL, RTOL, make_model, random_inputs, run_onnxruntime
 
-SCHEDULERS = ["isl", "original"]
+SCHEDULERS = ["pluto", "isl", "original"]
 POLICIES = ["none", "smart", "max"]
 
 

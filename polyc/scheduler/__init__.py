@@ -1,5 +1,5 @@
-"""Schedulers (isl's baseline, the original order; Pluto's comes next) and legality."""
+"""Schedulers (Pluto-style, isl's baseline, the original order) and legality."""
 
-from polyc.scheduler import isl_scheduler  # noqa: F401  (registers "isl", "original")
+from polyc.scheduler import isl_scheduler, pluto  # noqa: F401  (register the schedulers)
 from polyc.scheduler.base import SCHEDULERS, ScheduleResult, schedule  # noqa: F401
 from polyc.scheduler.legality import check_legality  # noqa: F401

@@ -31,8 +31,9 @@ class ScheduleResult:
         return "\n".join(lines) + "\n" + pluto_notation(self.schedule)
 
 
-# A group scheduler returns the schedule of one fusion group and its decisions.
-GroupScheduler = Callable[[Scop, tuple[str, ...]], tuple[isl.Schedule, tuple[str, ...]]]
+# A group scheduler (scop, group, fusion policy) returns the schedule of one fusion
+# group and its decisions.
+GroupScheduler = Callable[..., tuple[isl.Schedule, tuple[str, ...]]]
 
 SCHEDULERS: dict[str, GroupScheduler] = {}
 
@@ -53,7 +54,7 @@ def schedule(scop: Scop, groups: FusionGroups, *, scheduler: str = "isl") -> Sch
         raise PolycError("dependences must be computed before scheduling")
     parts, decisions = [], []
     for k, group in enumerate(groups.groups):
-        part, notes = SCHEDULERS[scheduler](scop, group)
+        part, notes = SCHEDULERS[scheduler](scop, group, groups.policy)
         parts.append(part)
         decisions += [f"G{k}: {note}" for note in notes]
     if not parts:

@@ -14,8 +14,9 @@ from polyc.scop.model import Scop
 
 
 @register("isl")
-def isl_schedule(scop: Scop, group: tuple[str, ...]):
-    """Validity, coincidence and proximity on every dependence of the group."""
+def isl_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
+    """Validity, coincidence and proximity on every dependence of the group (isl fuses
+    as it sees fit: the policy only shapes the groups)."""
     domain = group_domain(scop, group)
     deps = group_dependences(scop, domain)
     log_section(SYSTEMS, f"isl scheduler constraints for {', '.join(group)}",
@@ -30,7 +31,7 @@ def isl_schedule(scop: Scop, group: tuple[str, ...]):
 
 
 @register("original")
-def original_schedule(scop: Scop, group: tuple[str, ...]):
+def original_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
     """The statements in program order, each in its own loop nest."""
     parts = [identity_schedule(scop.statement(name).domain) for name in group]
     return sequence(parts), (f"original order of {len(group)} statements",)

@@ -1,0 +1,43 @@
+"""Exact rational linear algebra on small integer matrices (rows of hyperplanes)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+
+def rank(rows: list[list[int]]) -> int:
+    return len(_echelon([[Fraction(v) for v in row] for row in rows])[0])
+
+
+def orthogonal_complement(rows: list[list[int]], dim: int) -> list[list[Fraction]]:
+    """A basis of the vectors orthogonal to every row (the null space of ``rows``)."""
+    if not rows:
+        return [[Fraction(int(i == j)) for j in range(dim)] for i in range(dim)]
+    pivots, reduced = _echelon([[Fraction(v) for v in row] for row in rows])
+    free = [c for c in range(dim) if c not in pivots]
+    basis = []
+    for f in free:
+        vector = [Fraction(0)] * dim
+        vector[f] = Fraction(1)
+        for row, pivot in zip(reduced, pivots):
+            vector[pivot] = -row[f]
+        basis.append(vector)
+    return basis
+
+
+def _echelon(matrix: list[list[Fraction]]) -> tuple[list[int], list[list[Fraction]]]:
+    """Reduced row echelon form: (pivot columns, non-zero rows)."""
+    rows = [row[:] for row in matrix]
+    pivots, result = [], []
+    width = len(rows[0]) if rows else 0
+    for col in range(width):
+        pivot = next((r for r in rows if r[col] != 0), None)
+        if pivot is None:
+            continue
+        rows.remove(pivot)
+        pivot = [v / pivot[col] for v in pivot]
+        rows = [[a - r[col] * b for a, b in zip(r, pivot)] for r in rows]
+        result = [[a - r[col] * b for a, b in zip(r, pivot)] for r in result]
+        result.append(pivot)
+        pivots.append(col)
+    return pivots, result

@@ -1,0 +1,44 @@
+"""Schedule rows as isl objects: affine rows, permutable bands on top of subtrees."""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from polyc.scheduler.notation import format_aff
+from polyc.scop.model import Scop
+
+
+def row_aff(scop: Scop, statement: str, row) -> isl.Aff:
+    """``c . i + c0`` on the statement's domain space."""
+    coefs, shift = row
+    space = scop.statement(statement).domain.get_space()
+    aff = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(space))
+    for dim, coef in enumerate(coefs):
+        aff = aff.set_coefficient_val(isl.dim_type.in_, dim, coef)
+    return aff.set_constant_val(shift)
+
+
+def row_text(scop: Scop, statement: str, row) -> str:
+    return format_aff(row_aff(scop, statement, row))
+
+
+def band_schedule(scop: Scop, stmts: list[str], band: list[dict], coincident: list[bool],
+                  below: isl.Schedule) -> isl.Schedule:
+    """``below`` with a permutable band of the rows ``band`` inserted at its root."""
+    partial = None
+    for name in stmts:
+        statement = scop.statement(name)
+        affs = isl.AffList.alloc(scop.ctx, 0)
+        for row in band:
+            affs = affs.add(row_aff(scop, name, row[name]))
+        space = statement.domain.get_space().map_from_domain_and_range(
+            isl.Space.set_alloc(scop.ctx, 0, len(band)).align_params(statement.domain.get_space()))
+        multi = isl.MultiAff.from_aff_list(space, affs)
+        piece = isl.MultiUnionPwAff.from_multi_pw_aff(isl.MultiPwAff.from_multi_aff(multi))
+        piece = piece.intersect_domain(isl.UnionSet.from_set(statement.domain))
+        partial = piece if partial is None else partial.union_add(piece)
+    schedule = below.insert_partial_schedule(partial)
+    node = schedule.get_root().child(0).band_set_permutable(1)
+    for k, flag in enumerate(coincident):
+        node = node.band_member_set_coincident(k, int(flag))
+    return node.get_schedule()

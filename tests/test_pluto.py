@@ -1,0 +1,100 @@
+"""The Pluto scheduler finds Pluto's published transformations.
+
+SCoPs are written here as isl literals (statement domains, accesses, original order);
+schedules are compared as isl maps, and printed in Pluto notation as golden text.
+"""
+
+import islpy as isl
+import pytest
+
+from polyc.frontend.core import Const
+from polyc.fusion.groups import fuse
+from polyc.scheduler import check_legality, schedule
+from polyc.scheduler.notation import pluto_notation
+from polyc.scop.build import build_scop
+from polyc.scop.dependences import compute_dependences
+from polyc.scop.model import Access, Array, Scop, Statement
+
+from core_graphs import matmul_relu
+
+
+def literal_scop(statements, order, arrays):
+    """A SCoP from isl literals: (name, domain, write, [reads]) and the original order."""
+    ctx = isl.Context()
+    built = []
+    for k, (name, domain, write, reads) in enumerate(statements):
+        dom = isl.Set.read_from_str(ctx, domain)
+        def access(text, dom=dom):
+            relation = isl.Map.read_from_str(ctx, text).intersect_domain(dom)
+            return Access(relation.get_tuple_name(isl.dim_type.out), relation)
+        built.append(Statement(name, dom, access(write), tuple(access(r) for r in reads),
+                               Const(0.0), k))
+    order_map = isl.UnionMap.read_from_str(ctx, order)
+    domain = isl.UnionSet.empty(isl.Space.params_alloc(ctx, 0))
+    for statement in built:
+        domain = domain.union(isl.UnionSet.from_set(statement.domain))
+    schedule_tree = isl.Schedule.from_domain(domain).insert_partial_schedule(
+        isl.MultiUnionPwAff.from_union_map(order_map.intersect_domain(domain)))
+    arrays = tuple(Array(name, name, (), "temp") for name in arrays)
+    return compute_dependences(Scop(ctx, arrays, tuple(built), schedule_tree, {}))
+
+
+def pluto(scop, policy="max"):
+    result = schedule(scop, fuse(scop, policy="max"), scheduler="pluto")
+    check_legality(scop, result.schedule)
+    return result
+
+
+def jacobi_1d_single():
+    return literal_scop(
+        [("S", "[T, N] -> { S[t, i] : 0 <= t < T and 1 <= i < N - 1 }",
+          "[T, N] -> { S[t, i] -> A[t + 1, i] }",
+          ["[T, N] -> { S[t, i] -> A[t, i - 1] }", "[T, N] -> { S[t, i] -> A[t, i] }",
+           "[T, N] -> { S[t, i] -> A[t, i + 1] }"])],
+        "[T, N] -> { S[t, i] -> [t, i] }", ["A"])
+
+
+def jacobi_1d_imperfect():
+    dom = "0 <= t < T and 2 <= i < N - 1"
+    return literal_scop(
+        [("S1", "[T, N] -> { S1[t, i] : " + dom + " }", "[T, N] -> { S1[t, i] -> B[i] }",
+          ["[T, N] -> { S1[t, i] -> A[i - 1] }", "[T, N] -> { S1[t, i] -> A[i] }",
+           "[T, N] -> { S1[t, i] -> A[i + 1] }"]),
+         ("S2", "[T, N] -> { S2[t, j] : 0 <= t < T and 2 <= j < N - 1 }",
+          "[T, N] -> { S2[t, j] -> A[j] }", ["[T, N] -> { S2[t, j] -> B[j] }"])],
+        "[T, N] -> { S1[t, i] -> [t, 0, i]; S2[t, j] -> [t, 1, j] }", ["A", "B"])
+
+
+def test_time_stencil_is_skewed_into_a_permutable_band():
+    scop = jacobi_1d_single()
+    result = pluto(scop)
+    assert pluto_notation(result.schedule, scop) == "T(S): (t, t + i)"
+    expected = isl.UnionMap.read_from_str(
+        scop.ctx, "[T, N] -> { S[t, i] -> [t, t + i] : 0 <= t < T and 1 <= i < N - 1 }")
+    assert result.schedule.get_map().is_equal(expected)
+    assert "band [ss]" in result.decisions[0]  # both rows carry the stencil's dependences
+
+
+def test_jacobi_1d_imperfect_fuses_with_skew_and_shift():
+    scop = jacobi_1d_imperfect()
+    result = pluto(scop)
+    assert pluto_notation(result.schedule, scop).splitlines() == [
+        "T(S1): (t, 2*t + i, 0)", "T(S2): (t, 2*t + j + 1, 1)"]
+
+
+@pytest.mark.parametrize("policy", ["none", "smart", "max"])
+def test_matmul_keeps_i_j_k_and_marks_i_j_parallel(policy):
+    scop = compute_dependences(build_scop(matmul_relu(m=8, k=6, n=5)))
+    result = schedule(scop, fuse(scop, policy=policy), scheduler="pluto")
+    check_legality(scop, result.schedule)
+    update = [d for d in result.decisions if "S1_matmul_update: (i0, i1, i2)" in d]
+    assert update and "[pps]" in update[0]
+
+
+def test_policies_differ_on_a_producer_consumer_pair():
+    scop = compute_dependences(build_scop(matmul_relu(m=8, k=6, n=5)))
+    fused = schedule(scop, fuse(scop, policy="max"), scheduler="pluto")
+    distributed = schedule(scop, fuse(scop, policy="none"), scheduler="pluto")
+    assert pluto_notation(fused.schedule, scop).splitlines()[2] == "T(S2_relu): (i0, i1, 5, 2)"
+    assert pluto_notation(distributed.schedule, scop).splitlines()[2] == \
+        "T(S2_relu): (2, i0, i1, 0)"
