@@ -58,7 +58,8 @@ def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
 def add_compile_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("compilation (ONNX models only)")
     group.add_argument("--scheduler", metavar="NAME",
-                       help="affine scheduler, e.g. 'isl' for isl's own (default: polyc's)")
+                       help="affine scheduler: 'isl' (isl's own, the default for now), "
+                       "'pluto' (polyc's Pluto-style scheduler) or 'original' (program order)")
     group.add_argument("--fuse", choices=FUSE_POLICIES,
                        help="fusion policy (default: smart)")
     group.add_argument("--shape", metavar="NAME=D0,D1,...", type=parse_shape, action="append",
