@@ -10,6 +10,8 @@ from polyc.errors import (  # noqa: F401
     IllegalScheduleError,
     InputError,
     ModelError,
+    NestError,
+    NotAffineError,
     PolycError,
     ShapeError,
     UnsupportedDtypeError,

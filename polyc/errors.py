@@ -30,6 +30,17 @@ class ShapeError(PolycError):
     """A shape that is unknown, symbolic, or inconsistent with the op using it."""
 
 
+class NotAffineError(PolycError):
+    """An index, bound or schedule that is not an (integer) affine function of the
+    iterators and parameters; the message names the statement and the expression."""
+
+
+class NestError(PolycError):
+    """A loop nest written with ``polyc.scop.nest`` is malformed: an unknown array or
+    parameter, a wrong number of indices, a domain or schedule isl cannot read, or a
+    missing parameter value at compile time."""
+
+
 class IllegalScheduleError(PolycError):
     """A schedule that runs some dependence backwards; the message shows which."""
 

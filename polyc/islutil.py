@@ -138,3 +138,72 @@ def tuple_name(obj) -> str:
     if isinstance(obj, isl.Map):
         return obj.get_tuple_name(isl.dim_type.in_)
     return obj.get_tuple_name()
+
+
+def params_space(ctx: isl.Context, params: Sequence[str]) -> isl.Space:
+    """The parameter space ``[p0, p1, ..] -> { : }``."""
+    return isl.Space.create_from_names(ctx, set=[], params=list(params)).params()
+
+
+def read_with_params(kind, ctx: isl.Context, params: Sequence[str], text: str):
+    """``kind.read_from_str`` (``isl.Set``, ``isl.Map``, ``isl.PwAff``) of ``{ ... }`` text
+    with the parameter declaration ``[p0, ..] ->`` put in front.
+
+    The text parser raises a bare ``isl.Error`` ("syntax error") for an unknown
+    identifier or a non-affine term; callers turn it into a message that says where.
+    """
+    declaration = f"[{', '.join(params)}] -> " if params else ""
+    return kind.read_from_str(ctx, declaration + text)
+
+
+def fixed_params(ctx: isl.Context, params: Sequence[str], values) -> isl.Set:
+    """``[p..] -> { : p0 = values[p0] and ... }``, built programmatically."""
+    result = isl.Set.universe(params_space(ctx, params))
+    for k, name in enumerate(params):
+        result = result.fix_val(isl.dim_type.param, k, isl.Val.int_from_si(ctx, values[name]))
+    return result
+
+
+def lower_bounds(ctx: isl.Context, params: Sequence[str], minimum: int = 1) -> isl.Set:
+    """``[p..] -> { : p0 >= minimum and ... }``."""
+    space = params_space(ctx, params)
+    result = isl.Set.universe(space)
+    for k in range(len(params)):
+        bound = (isl.Constraint.inequality_alloc(space)
+                 .set_coefficient_val(isl.dim_type.param, k, 1).set_constant_val(-minimum))
+        result = result.add_constraint(bound)
+    return result
+
+
+def eval_params(expr: isl.PwAff, values) -> int:
+    """The value of a parameter-only expression at ``values`` (name -> int)."""
+    space = expr.get_domain_space()
+    point = isl.Point.zero(space)
+    for k in range(space.dim(isl.dim_type.param)):
+        name = space.get_dim_name(isl.dim_type.param, k)
+        value = isl.Val.int_from_si(space.get_ctx(), values[name])
+        point = point.set_coordinate_val(isl.dim_type.param, k, value)
+    return expr.eval(point).to_python()
+
+
+def pad_range(relation: isl.Map, n_out: int) -> isl.Map:
+    """``relation`` with zeros appended to its (anonymous) range up to ``n_out`` dims."""
+    extra = n_out - relation.dim(isl.dim_type.out)
+    result = relation.reset_tuple_id(isl.dim_type.out).add_dims(isl.dim_type.out, extra)
+    zero = isl.Val.zero(relation.get_ctx())
+    for dim in range(n_out - extra, n_out):
+        result = result.fix_val(isl.dim_type.out, dim, zero)
+    return result
+
+
+def schedule_from_maps(domain: isl.UnionSet, maps: Sequence[isl.Map]) -> isl.Schedule:
+    """A schedule tree with one band: statement instances ordered by their ``maps``
+    (each padded with zeros to the longest), e.g. ``S1[t, i] -> [t, 0, i]``."""
+    n_out = max(m.dim(isl.dim_type.out) for m in maps)
+    union = isl.UnionMap.empty(isl.Space.params_alloc(domain.get_ctx(), 0))
+    for relation in maps:
+        union = union.union(isl.UnionMap.from_map(pad_range(relation, n_out)))
+    schedule = isl.Schedule.from_domain(domain)
+    if n_out == 0:
+        return schedule
+    return schedule.insert_partial_schedule(isl.MultiUnionPwAff.from_union_map(union))

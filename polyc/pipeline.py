@@ -1,19 +1,22 @@
 """The compiler, stage by stage. This is the one place that decides stage order.
 
     ONNX model -> frontend (core ops) -> SCoP -> dependences -> fusion groups
-      -> schedule -> legality check -> tiling -> isl AST -> buffer plan -> LLVM IR
-      -> native code (JIT in process, or an AOT shared library)
+      -> schedule -> legality check -> tiling -> bind parameters -> isl AST
+      -> buffer plan -> LLVM IR -> native code (JIT in process, or an AOT shared library)
+
+A loop nest written in Python (:mod:`polyc.scop.nest`) enters at the SCoP:
+:func:`lower` and :func:`compile_scop` share :func:`lower_scop` from dependences on.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from polyc import __version__, config
 from polyc.codegen.ast import LoopProgram, build_ast
-from polyc.codegen.layout import BufferPlan, plan_buffers
+from polyc.codegen.layout import INITIAL, BufferPlan, plan_buffers
 from polyc.codegen.llvm import ENTRY, emit_module
 from polyc.errors import PolycError
 from polyc.frontend import import_model
@@ -23,6 +26,7 @@ from polyc.scheduler import ScheduleResult, check_legality, schedule
 from polyc.scop.build import build_scop
 from polyc.scop.dependences import compute_dependences
 from polyc.scop.model import Scop
+from polyc.scop.params import bind_parameters, check_values
 from polyc.tiling import tile
 
 
@@ -34,19 +38,24 @@ class Options:
     fuse: str = "smart"
     check: bool = True  # run the legality checker on the schedule
     shapes: Mapping[str, tuple[int, ...]] | None = None
+    params: Mapping[str, int] | None = None  # parameter values (loop nests)
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["shapes"] = {k: list(v) for k, v in (self.shapes or {}).items()}
+        data["params"] = dict(self.params or {})
         return data
 
 
 @dataclass(frozen=True)
 class Compilation:
-    """Every stage's result, for inspection, reports and artifacts."""
+    """Every stage's result, for inspection, reports and artifacts.
+
+    ``scop`` has its dependences and its parameters bound; ``graph`` is None for a
+    SCoP that did not come from ONNX (a loop nest).
+    """
 
     options: Options
-    graph: Graph
     scop: Scop
     groups: FusionGroups
     schedule: ScheduleResult
@@ -54,21 +63,26 @@ class Compilation:
     plan: BufferPlan
     llvm_ir: str
     times: tuple[tuple[str, float], ...] = field(default=())
+    graph: Graph | None = None
 
     @property
     def manifest(self) -> dict[str, Any]:
-        tensor = {a.name: a for a in self.scop.arrays}
-        describe = lambda name: {"name": tensor[name].tensor,  # noqa: E731
-                                 "shape": list(tensor[name].shape), "dtype": tensor[name].dtype}
         return {
             "format": "polyc-1", "entry": ENTRY,
-            "inputs": [describe(n) for n in self.plan.inputs],
-            "outputs": [describe(n) for n in self.plan.outputs],
+            "inputs": [self._describe(n) for n in self.plan.inputs],
+            "outputs": [self._describe(n) for n in self.plan.outputs],
             "scratch_bytes": self.plan.scratch_bytes,
-            "model_hash": self.graph.model_hash,
+            "model_hash": self.graph.model_hash if self.graph is not None else "",
             "options": self.options.as_dict(),
             "polyc_version": __version__,
         }
+
+    def _describe(self, name: str) -> dict[str, Any]:
+        array = self.scop.array(name)
+        spec = {"name": array.tensor, "shape": list(array.shape), "dtype": array.dtype}
+        if array.kind in INITIAL:
+            spec["init"] = INITIAL[array.kind]
+        return spec
 
 
 class _Stages:
@@ -93,6 +107,12 @@ def lower(model, options: Options) -> Compilation:
     stages = _Stages()
     graph = stages.run("frontend", import_model, model, shapes=options.shapes)
     scop = stages.run("scop", build_scop, graph)
+    return replace(lower_scop(scop, options, stages), graph=graph)
+
+
+def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
+    """SCoP -> LLVM IR: every stage from dependences on; parameters stay symbolic until
+    they are bound (``options.params``) for AST generation."""
     scop = stages.run("dependences", compute_dependences, scop)
     config.log_section(config.SYSTEMS, "dependences", str(scop.dependences))
     groups = stages.run("fusion", fuse, scop, policy=options.fuse)
@@ -100,21 +120,35 @@ def lower(model, options: Options) -> Compilation:
     if options.check:
         stages.run("legality", check_legality, scop, scheduled.schedule)
     scheduled = stages.run("tiling", tile, scop, scheduled)
+    scop = stages.run("parameters", bind_parameters, scop, options.params)
     program = stages.run("ast", build_ast, scop, scheduled.schedule)
     plan = stages.run("buffers", plan_buffers, scop)
     llvm_ir = stages.run("llvm", emit_module, scop, program, plan)
     config.log_section(config.LLVM, "LLVM IR (before optimisation)", llvm_ir)
-    return Compilation(options, graph, scop, groups, scheduled, program, plan, llvm_ir,
+    return Compilation(options, scop, groups, scheduled, program, plan, llvm_ir,
                        tuple(stages.times))
 
 
 def compile_model(model, *, scheduler: str = "isl", fuse: str = "smart", check: bool = True,
                   shapes: Mapping[str, tuple[int, ...]] | None = None) -> "CompiledModel":
     """Compile ``model`` (path, bytes or ModelProto) to native code in this process."""
+    options = Options(scheduler, fuse, check, dict(shapes) if shapes else None)
+    return _jit(lower(model, options))
+
+
+def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
+                 scheduler: str = "isl", fuse: str = "max",
+                 check: bool = True) -> "CompiledModel":
+    """Compile a SCoP (e.g. a :class:`polyc.scop.nest.LoopNest`'s) at the parameter
+    values ``params``; its ``run`` returns every array's final value."""
+    values = check_values(scop, params)  # before any work: name a missing value now
+    options = Options(scheduler, fuse, check, None, values or None)
+    return _jit(lower_scop(scop, options, _Stages()))
+
+
+def _jit(compilation: Compilation) -> "CompiledModel":
     from polyc.runtime.jit import JitModule
 
-    options = Options(scheduler, fuse, check, dict(shapes) if shapes else None)
-    compilation = lower(model, options)
     start = time.perf_counter()
     jit = JitModule(compilation.llvm_ir, compilation.manifest)
     seconds = time.perf_counter() - start
@@ -131,6 +165,10 @@ class CompiledModel:
     @property
     def manifest(self) -> dict[str, Any]:
         return self.compilation.manifest
+
+    @property
+    def schedule(self) -> ScheduleResult:
+        return self.compilation.schedule
 
     @property
     def inputs(self):
@@ -158,4 +196,5 @@ class CompiledModel:
         return inspect_text(self.compilation)
 
 
-__all__ = ["Options", "Compilation", "CompiledModel", "compile_model", "lower", "PolycError"]
+__all__ = ["Options", "Compilation", "CompiledModel", "compile_model", "compile_scop", "lower",
+           "lower_scop", "PolycError"]

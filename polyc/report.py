@@ -9,15 +9,17 @@ def compile_report(compilation, jit_seconds: float) -> str:
     graph, scop = compilation.graph, compilation.scop
     deps = sum(len(union_maps(m)) for m in scop.dependences.kinds().values())
     options = compilation.options
+    source = (f"'{graph.name}' (opset {graph.opset})" if graph is not None
+              else f"a loop nest ({_values(scop.param_values)})")
+    ops = f"{len(graph.ops)} core ops -> " if graph is not None else ""
     lines = [
-        f"polyc report for '{graph.name}' (opset {graph.opset}); scheduler {options.scheduler},"
-        f" fusion {options.fuse}",
-        f"  {len(graph.ops)} core ops -> {len(scop.statements)} statements in "
+        f"polyc report for {source}; scheduler {options.scheduler}, fusion {options.fuse}",
+        f"  {ops}{len(scop.statements)} statements in "
         f"{len(compilation.groups.groups)} fusion groups; {deps} dependence relations",
         f"  {len(compilation.plan.scratch)} temporaries in {compilation.plan.scratch_bytes} "
         f"bytes of scratch; {len(compilation.plan.constants)} constants",
     ]
-    lines += [f"  note: {note}" for note in graph.notes]
+    lines += [f"  note: {note}" for note in (graph.notes if graph is not None else ())]
     lines.append(f"  {'stage':<14}{'ms':>10}")
     times = list(compilation.times) + [("jit", jit_seconds)]
     lines += [f"  {name:<14}{seconds * 1e3:>10.2f}" for name, seconds in times]
@@ -25,9 +27,13 @@ def compile_report(compilation, jit_seconds: float) -> str:
     return "\n".join(lines)
 
 
+def _values(values) -> str:
+    return ", ".join(f"{k}={v}" for k, v in (values or {}).items()) or "no parameters"
+
+
 def inspect_text(compilation) -> str:
-    sections = [
-        ("CORE GRAPH", str(compilation.graph)),
+    graph = [("CORE GRAPH", str(compilation.graph))] if compilation.graph is not None else []
+    sections = graph + [
         ("SCOP", str(compilation.scop)),
         ("FUSION GROUPS", str(compilation.groups)),
         ("SCHEDULE", str(compilation.schedule)),

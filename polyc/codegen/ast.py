@@ -41,7 +41,11 @@ class LoopProgram:
 
 
 def build_ast(scop: Scop, schedule: isl.Schedule) -> LoopProgram:
-    """Generate loops for ``schedule`` with access offsets computed by isl."""
+    """Generate loops for ``schedule`` with access offsets computed by isl.
+
+    Array shapes must be concrete; parameters keep their names in the AST (codegen
+    looks their values up in ``scop.param_values``), the build context fixes them.
+    """
     offsets = {s.name: _statement_offsets(scop, s) for s in scop.statements}
     instances: list[Instance] = []
     failures: list[BaseException] = []
@@ -59,7 +63,7 @@ def build_ast(scop: Scop, schedule: isl.Schedule) -> LoopProgram:
             failures.append(err)
             return node
 
-    build = isl.AstBuild.from_context(isl.Set.universe(isl.Space.params_alloc(scop.ctx, 0)))
+    build = isl.AstBuild.from_context(_context(scop))
     build, _keepalive = build.set_at_each_domain(at_each_domain)
     try:
         root = build.node_from_schedule(schedule)
@@ -68,6 +72,13 @@ def build_ast(scop: Scop, schedule: isl.Schedule) -> LoopProgram:
     if failures:
         raise CodegenError(f"AST generation callback failed: {failures[0]!r}") from failures[0]
     return LoopProgram(root, tuple(instances))
+
+
+def _context(scop: Scop) -> isl.Set:
+    """What the AST build may assume of the parameters (their values, once bound)."""
+    if scop.context is None:
+        return isl.Set.universe(isl.Space.params_alloc(scop.ctx, 0))
+    return scop.context
 
 
 def _statement_offsets(scop: Scop, statement: Statement) -> list[isl.PwAff]:

@@ -2,7 +2,8 @@
 
 Entry parameters are the graph inputs then the graph outputs (graph order), then one
 scratch pointer; every temporary gets its own 64-byte-aligned slice of scratch;
-constants are module globals.
+constants are module globals. The arrays of a loop nest (kinds ``inout`` and
+``result``) are outputs whose buffers the runtime initialises (:data:`INITIAL`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ from typing import Mapping
 from polyc.scop.model import Scop
 
 ALIGN = 64
+OUTPUT_KINDS = ("output", "inout", "result")
+# How the runtime fills an output buffer before a call (manifest key "init"): "given"
+# copies the caller's array, which is required; "zeros" copies it if given, else zeros.
+INITIAL = {"inout": "given", "result": "zeros"}
 
 
 @dataclass(frozen=True)
@@ -37,5 +42,5 @@ def plan_buffers(scop: Scop) -> BufferPlan:
         if array.kind == "temp":
             offsets[array.name] = size
             size += -(-array.nbytes // ALIGN) * ALIGN
-    names = lambda kind: tuple(a.name for a in scop.arrays if a.kind == kind)  # noqa: E731
-    return BufferPlan(names("input"), names("output"), offsets, size, names("constant"))
+    names = lambda *kinds: tuple(a.name for a in scop.arrays if a.kind in kinds)  # noqa: E731
+    return BufferPlan(names("input"), names(*OUTPUT_KINDS), offsets, size, names("constant"))

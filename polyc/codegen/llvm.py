@@ -7,6 +7,8 @@ which places temporaries in scratch and passes constants (module globals).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import islpy as isl
 import numpy as np
 from llvmlite import ir
@@ -14,6 +16,7 @@ from llvmlite import ir
 from polyc.codegen.ast import LoopProgram
 from polyc.codegen.exprs import F32, FLOAT_FUNCTIONS, I64, int_expr
 from polyc.codegen.layout import ALIGN, BufferPlan
+from polyc.errors import CodegenError
 from polyc.frontend.core import Call, Const
 from polyc.scop.model import Load, Scop
 
@@ -62,17 +65,19 @@ def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...]) -
     for arg, name in zip(fn.args, arrays):
         arg.name = name
         arg.add_attribute("noalias")
-    emitter = _LoopEmitter(fn, dict(zip(arrays, fn.args)), program)
+    emitter = _LoopEmitter(fn, dict(zip(arrays, fn.args)), program, scop.param_values or {})
     emitter.node(program.root)
     emitter.builder.ret_void()
     return fn
 
 
 class _LoopEmitter:
-    """Walks the isl AST; loop iterators live in entry-block allocas (mem2reg lifts them)."""
+    """Walks the isl AST; loop iterators live in entry-block allocas (mem2reg lifts them);
+    parameter ids are the i64 constants of their bound values."""
 
-    def __init__(self, fn: ir.Function, pointers: dict, program: LoopProgram):
-        self.fn, self.pointers, self.program = fn, pointers, program
+    def __init__(self, fn: ir.Function, pointers: dict, program: LoopProgram,
+                 params: Mapping[str, int]):
+        self.fn, self.pointers, self.program, self.params = fn, pointers, program, params
         self.entry = fn.append_basic_block("entry")
         self.builder = ir.IRBuilder(fn.append_basic_block("body"))
         self.iterators: dict[str, ir.AllocaInstr] = {}
@@ -89,7 +94,12 @@ class _LoopEmitter:
         return int_expr(self.builder, expr, self.iterator_value)
 
     def iterator_value(self, name: str) -> ir.Value:
-        return self.builder.load(self.iterators[name], typ=I64)
+        if name in self.iterators:
+            return self.builder.load(self.iterators[name], typ=I64)
+        if name in self.params:
+            return ir.Constant(I64, self.params[name])
+        raise CodegenError(f"the isl AST uses {name!r}, neither a loop iterator nor a bound "
+                           "parameter")
 
     def _iterator_slot(self, name: str) -> ir.AllocaInstr:
         if name not in self.iterators:

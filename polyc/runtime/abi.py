@@ -14,6 +14,12 @@ manifest (format ``polyc-1``) is a JSON-serialisable dict::
      "outputs": [{"name": "y", "shape": [4, 10], "dtype": "float32"}, ...],
      "scratch_bytes": 0, "model_hash": "...", "options": {...}, "polyc_version": "..."}
 
+An output may carry ``"init"``: its buffer is then read and written in place (the
+arrays of a loop nest). ``"given"``: the caller must pass its initial value, which is
+copied; ``"zeros"``: copied if passed, zeros otherwise. Outputs without ``"init"``
+(every ONNX output) start uninitialised and cannot be passed. Caller arrays are never
+modified.
+
 This module imports only numpy, ctypes and the standard library, so AOT artifacts
 run without islpy or llvmlite.
 """
@@ -32,6 +38,7 @@ from polyc.errors import InputError
 FORMAT = "polyc-1"
 SCRATCH_ALIGNMENT = 64
 MANIFEST_KEYS = ("format", "entry", "inputs", "outputs", "scratch_bytes")
+INITS = ("", "given", "zeros")  # "": not initialised (ONNX outputs)
 
 
 @dataclass(frozen=True)
@@ -41,9 +48,11 @@ class TensorSpec:
     name: str
     shape: tuple[int, ...]
     dtype: np.dtype
+    init: str = ""  # outputs only: one of INITS
 
     def __str__(self) -> str:
-        return f"{self.name}: {self.dtype}[{', '.join(map(str, self.shape))}]"
+        optional = " (optional)" if self.init == "zeros" else ""
+        return f"{self.name}: {self.dtype}[{', '.join(map(str, self.shape))}]{optional}"
 
 
 def check_manifest(manifest: Mapping) -> None:
@@ -62,11 +71,16 @@ def check_manifest(manifest: Mapping) -> None:
 def tensor_specs(manifest: Mapping, key: str) -> tuple[TensorSpec, ...]:
     """The ``TensorSpec`` of each entry of ``manifest[key]`` (``"inputs"`` or ``"outputs"``)."""
     try:
-        return tuple(
-            TensorSpec(str(t["name"]), tuple(int(d) for d in t["shape"]), np.dtype(t["dtype"]))
+        specs = tuple(
+            TensorSpec(str(t["name"]), tuple(int(d) for d in t["shape"]), np.dtype(t["dtype"]),
+                       str(t.get("init", "")))
             for t in manifest[key])
-    except (KeyError, TypeError, ValueError) as error:
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise ValueError(f"bad {key} in the manifest: {error!r}") from None
+    bad = [s.name for s in specs if s.init not in INITS or (s.init and key == "inputs")]
+    if bad:
+        raise ValueError(f"bad init of {', '.join(bad)} in the manifest's {key}")
+    return specs
 
 
 def signature(specs: tuple[TensorSpec, ...]) -> str:
@@ -83,8 +97,10 @@ def check_inputs(manifest: Mapping, inputs: Mapping) -> list[np.ndarray]:
     return check_arrays(tensor_specs(manifest, "inputs"), inputs)
 
 
-def check_arrays(specs: tuple[TensorSpec, ...], inputs: Mapping) -> list[np.ndarray]:
-    """:func:`check_inputs` against already-parsed ``specs``."""
+def check_arrays(specs: tuple[TensorSpec, ...], inputs: Mapping,
+                 optional: frozenset[str] = frozenset()) -> list[np.ndarray | None]:
+    """:func:`check_inputs` against already-parsed ``specs``; an ``optional`` name may
+    be omitted (``None`` in its place)."""
     if not isinstance(inputs, Mapping):
         raise InputError(f"inputs must be a dict of name -> numpy array, got "
                          f"{type(inputs).__name__}; this model takes {signature(specs)}")
@@ -93,11 +109,12 @@ def check_arrays(specs: tuple[TensorSpec, ...], inputs: Mapping) -> list[np.ndar
     if unknown:
         raise InputError(f"unknown input {', '.join(map(repr, unknown))}; "
                          f"this model takes {signature(specs)}")
-    missing = [spec for spec in specs if spec.name not in inputs]
+    missing = [spec for spec in specs if spec.name not in inputs and spec.name not in optional]
     if missing:
         raise InputError(f"missing input {', '.join(repr(s.name) for s in missing)}; "
                          f"this model takes {signature(specs)}")
-    return [check_array(spec, inputs[spec.name]) for spec in specs]
+    return [check_array(spec, inputs[spec.name]) if spec.name in inputs else None
+            for spec in specs]
 
 
 def check_array(spec: TensorSpec, array) -> np.ndarray:
@@ -133,6 +150,15 @@ def entry_function(address: int, n_args: int):
     return prototype(address)
 
 
+def _output_buffer(spec: TensorSpec, initial: np.ndarray | None) -> np.ndarray:
+    """A fresh buffer for an output: uninitialised, a copy of ``initial``, or zeros."""
+    if not spec.init:
+        return np.empty(spec.shape, dtype=spec.dtype)
+    if initial is None:
+        return np.zeros(spec.shape, dtype=spec.dtype)
+    return initial.copy()
+
+
 class Runner:
     """A compiled model callable from Python: ``run({name: array}) -> {name: array}``.
 
@@ -147,14 +173,18 @@ class Runner:
         self.inputs = tensor_specs(manifest, "inputs")
         self.outputs = tensor_specs(manifest, "outputs")
         self.scratch_bytes = int(manifest["scratch_bytes"])
+        self._accepted = self.inputs + tuple(s for s in self.outputs if s.init)
+        self._optional = frozenset(s.name for s in self.outputs if s.init == "zeros")
         n_args = len(self.inputs) + len(self.outputs) + 1
         self._function = entry_function(address, n_args)
         self._per_thread = threading.local()
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Check ``inputs``, run the compiled code, return fresh outputs in graph order."""
-        arrays = check_arrays(self.inputs, inputs)
-        outputs = [np.empty(spec.shape, dtype=spec.dtype) for spec in self.outputs]
+        checked = check_arrays(self._accepted, inputs, self._optional)
+        given = {spec.name: array for spec, array in zip(self._accepted, checked)}
+        arrays = [given[spec.name] for spec in self.inputs]
+        outputs = [_output_buffer(spec, given.get(spec.name)) for spec in self.outputs]
         pointers = [array.ctypes.data for array in arrays + outputs]
         self._function(*pointers, self._scratch_address())
         return {spec.name: array for spec, array in zip(self.outputs, outputs)}
@@ -170,5 +200,5 @@ class Runner:
         return local.address
 
     def __repr__(self) -> str:
-        return (f"<{type(self).__name__} ({signature(self.inputs)}) -> "
+        return (f"<{type(self).__name__} ({signature(self._accepted)}) -> "
                 f"({signature(self.outputs)})>")

@@ -8,7 +8,6 @@ import islpy as isl
 
 from polyc.config import SYSTEMS, log_section
 from polyc.errors import PolycError
-from polyc.islutil import identity_schedule, sequence
 from polyc.scheduler.base import group_dependences, group_domain, register
 from polyc.scop.model import Scop
 
@@ -23,6 +22,8 @@ def isl_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
                 f"domain: {domain}\nvalidity/coincidence/proximity: {deps}")
     constraints = (isl.ScheduleConstraints.on_domain(domain)
                    .set_validity(deps).set_coincidence(deps).set_proximity(deps))
+    if scop.context is not None:
+        constraints = constraints.set_context(scop.context)
     try:
         schedule = constraints.compute_schedule()
     except isl.Error as err:
@@ -32,6 +33,7 @@ def isl_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
 
 @register("original")
 def original_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
-    """The statements in program order, each in its own loop nest."""
-    parts = [identity_schedule(scop.statement(name).domain) for name in group]
-    return sequence(parts), (f"original order of {len(group)} statements",)
+    """The original program order (``Scop.order``) of the group's statements: textual
+    order, loops shared as the program shares them."""
+    schedule = scop.order.intersect_domain(group_domain(scop, group))
+    return schedule, (f"original order of {len(group)} statements",)

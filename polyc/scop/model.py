@@ -12,22 +12,37 @@ from typing import Mapping, Union
 import islpy as isl
 import numpy as np
 
+from polyc.errors import ShapeError
 from polyc.frontend.core import Call, Const
 from polyc.islutil import union_maps
 
 
 @dataclass(frozen=True)
 class Array:
-    """A tensor with storage. ``name`` is its isl tuple name; ``tensor`` the ONNX name."""
+    """A tensor with storage. ``name`` is its isl tuple name; ``tensor`` the ONNX name.
+
+    Kinds: ``input``, ``output`` (written whole), ``constant``, ``temp`` for ONNX
+    models; ``inout`` (its initial value is read: given by the caller, updated in
+    place) and ``result`` (only written: zeros unless given) for loop nests. An extent
+    may be a string, an affine expression of the SCoP's parameters (``"N + 2"``),
+    until :func:`polyc.scop.params.bind_parameters` makes it an int.
+    """
 
     name: str
     tensor: str
-    shape: tuple[int, ...]
-    kind: str  # "input" | "output" | "constant" | "temp"
+    shape: tuple[int | str, ...]
+    kind: str
     dtype: str = "float32"
 
     @property
+    def symbolic(self) -> bool:
+        return any(isinstance(extent, str) for extent in self.shape)
+
+    @property
     def size(self) -> int:
+        if self.symbolic:
+            raise ShapeError(f"array {self.name} has the symbolic shape {list(self.shape)}; "
+                             "bind the parameters first")
         return int(np.prod(self.shape, dtype=np.int64))
 
     @property
@@ -36,7 +51,8 @@ class Array:
 
     def __str__(self) -> str:
         alias = "" if self.tensor == self.name else f"  (onnx '{self.tensor}')"
-        return f"{self.kind:8} {self.name}: {self.dtype}{list(self.shape)}{alias}"
+        shape = ", ".join(map(str, self.shape))
+        return f"{self.kind:8} {self.name}: {self.dtype}[{shape}]{alias}"
 
 
 @dataclass(frozen=True)
@@ -101,7 +117,12 @@ class Dependences:
 
 @dataclass(frozen=True)
 class Scop:
-    """A static control part: the whole model as statements over arrays."""
+    """A static control part: the whole model (or loop nest) as statements over arrays.
+
+    Domains, accesses and dependences may use the symbolic ``params``, constrained by
+    ``context``; ``param_values`` is set only for code generation
+    (:func:`polyc.scop.params.bind_parameters`).
+    """
 
     ctx: isl.Context
     arrays: tuple[Array, ...]
@@ -109,6 +130,9 @@ class Scop:
     order: isl.Schedule  # the original program order
     constants: Mapping[str, np.ndarray]  # array name -> value
     dependences: Dependences | None = None
+    params: tuple[str, ...] = ()
+    context: isl.Set | None = None  # None: no constraint on the parameters
+    param_values: Mapping[str, int] | None = None
 
     def array(self, name: str) -> Array:
         for array in self.arrays:
@@ -148,7 +172,12 @@ class Scop:
     def __str__(self) -> str:
         from polyc.scheduler.notation import pluto_notation
 
-        lines = ["ARRAYS"] + [f"  {a}" for a in self.arrays]
+        lines = []
+        if self.params:
+            lines += ["PARAMS", f"  {', '.join(self.params)}  context {self.context}"]
+        if self.param_values is not None:
+            lines.append("  values " + ", ".join(f"{k}={v}" for k, v in self.param_values.items()))
+        lines += ["ARRAYS"] + [f"  {a}" for a in self.arrays]
         lines.append("DOMAINS")
         lines += [f"  {s.domain}" for s in self.statements]
         lines.append("ACCESSES")
