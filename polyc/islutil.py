@@ -23,6 +23,14 @@ def union_maps(umap: isl.UnionMap) -> list[isl.Map]:
     return items(umap.get_map_list())
 
 
+def union_of(ctx: isl.Context, sets) -> isl.UnionSet:
+    """The union of ``sets`` (the empty union set when there are none)."""
+    result = isl.UnionSet.empty(isl.Space.params_alloc(ctx, 0))
+    for part in sets:
+        result = result.union(isl.UnionSet.from_set(part))
+    return result
+
+
 def union_sets(uset: isl.UnionSet) -> list[isl.Set]:
     return items(uset.get_set_list())
 

@@ -12,7 +12,7 @@ import islpy as isl
 
 from polyc.errors import PolycError
 from polyc.fusion.groups import FusionGroups
-from polyc.islutil import sequence
+from polyc.islutil import sequence, union_of
 from polyc.scop.model import Scop
 
 
@@ -63,10 +63,7 @@ def schedule(scop: Scop, groups: FusionGroups, *, scheduler: str = "isl") -> Sch
 
 
 def group_domain(scop: Scop, group: tuple[str, ...]) -> isl.UnionSet:
-    result = isl.UnionSet.empty(isl.Space.params_alloc(scop.ctx, 0))
-    for name in group:
-        result = result.union(isl.UnionSet.from_set(scop.statement(name).domain))
-    return result
+    return union_of(scop.ctx, (scop.statement(name).domain for name in group))
 
 
 def group_dependences(scop: Scop, domain: isl.UnionSet) -> isl.UnionMap:

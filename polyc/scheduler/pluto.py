@@ -109,10 +109,7 @@ class _Pluto:
         return not edges and all(self.full_rank(s, rows) for s in stmts)
 
     def _leaf(self, stmts: list[str]) -> isl.Schedule:
-        domain = isl.UnionSet.empty(isl.Space.params_alloc(self.ctx, 0))
-        for name in stmts:
-            domain = domain.union(isl.UnionSet.from_set(self.scop.statement(name).domain))
-        return isl.Schedule.from_domain(domain)
+        return isl.Schedule.from_domain(group_domain(self.scop, tuple(stmts)))
 
     def _initial_cut(self, stmts, edges) -> list[list[str]]:
         sccs = topological_sccs(stmts, [(e.src, e.dst) for e in edges])
@@ -200,9 +197,8 @@ class _Pluto:
 
     def _band_text(self, stmts, band, coincident) -> str:
         flags = "".join("p" if c else "s" for c in coincident)
-        lines = [f"band [{flags}]: " + "; ".join(
-            f"{s}: ({', '.join(row_text(self.scop, s, r[s]) for r in band)})" for s in stmts)]
-        return lines[0]
+        return f"band [{flags}]: " + "; ".join(
+            f"{s}: ({', '.join(row_text(self.scop, s, r[s]) for r in band)})" for s in stmts)
 
 
 def _half_line(space: isl.Space, bound: int, *, equal: bool = False) -> isl.Set:

@@ -14,7 +14,7 @@ import numpy as np
 
 from polyc.errors import ShapeError
 from polyc.frontend.core import Call, Const
-from polyc.islutil import union_maps
+from polyc.islutil import union_maps, union_of
 
 
 @dataclass(frozen=True)
@@ -148,10 +148,7 @@ class Scop:
 
     @property
     def domain(self) -> isl.UnionSet:
-        result = isl.UnionSet.empty(isl.Space.params_alloc(self.ctx, 0))
-        for statement in self.statements:
-            result = result.union(isl.UnionSet.from_set(statement.domain))
-        return result
+        return union_of(self.ctx, (s.domain for s in self.statements))
 
     def _accesses(self, which: str) -> isl.UnionMap:
         result = isl.UnionMap.empty(isl.Space.params_alloc(self.ctx, 0))

@@ -33,6 +33,7 @@ from polyc.islutil import (
     schedule_from_maps,
     sequence,
     set_space,
+    union_of,
 )
 from polyc.scop.dependences import live_in_arrays
 from polyc.scop.model import Access, Array, Load, Scop, Statement
@@ -230,9 +231,7 @@ class LoopNest:
         if missing:
             raise NestError(f"nest {self.name}: give a schedule to every statement or to "
                             f"none; {', '.join(missing)} has none")
-        domain = isl.UnionSet.empty(isl.Space.params_alloc(self.ctx, 0))
-        for statement, _ in self._statements:
-            domain = domain.union(isl.UnionSet.from_set(statement.domain))
+        domain = union_of(self.ctx, (statement.domain for statement, _ in self._statements))
         schedule = schedule_from_maps(domain, orders)
         times = schedule.get_map().intersect_params(self.context)
         if not times.is_injective():
