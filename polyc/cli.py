@@ -23,7 +23,7 @@ import numpy as np
 
 from polyc.errors import InputError, ModelError, PolycError
 
-FUSE_POLICIES = ("smart", "none", "max")
+FUSE_POLICIES = ("smart", "none", "max", "smartfuse", "nofuse", "maxfuse")
 SHOWN_VALUES = 6
 
 EPILOG = """\
@@ -58,10 +58,11 @@ def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
 def add_compile_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("compilation (ONNX models only)")
     group.add_argument("--scheduler", metavar="NAME",
-                       help="affine scheduler: 'isl' (isl's own, the default for now), "
-                       "'pluto' (polyc's Pluto-style scheduler) or 'original' (program order)")
-    group.add_argument("--fuse", choices=FUSE_POLICIES,
-                       help="fusion policy (default: smart)")
+                       help="affine scheduler: 'pluto' (polyc's Pluto-style scheduler, the "
+                       "default), 'isl' (isl's own) or 'original' (program order)")
+    group.add_argument("--fuse", choices=FUSE_POLICIES, metavar="POLICY",
+                       help="fusion policy: smart (default), none or max; Pluto's names "
+                       "smartfuse, nofuse and maxfuse are accepted too")
     group.add_argument("--shape", metavar="NAME=D0,D1,...", type=parse_shape, action="append",
                        default=[], help="fix the shape of input NAME (repeatable)")
 

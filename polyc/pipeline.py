@@ -34,9 +34,10 @@ from polyc.tiling import tile
 class Options:
     """What the user chose; part of the artifact's manifest."""
 
-    scheduler: str = "isl"
+    scheduler: str = "pluto"
     fuse: str = "smart"
     check: bool = True  # run the legality checker on the schedule
+    fast_math: bool = True  # float reassociation and FMA contraction allowed
     shapes: Mapping[str, tuple[int, ...]] | None = None
     params: Mapping[str, int] | None = None  # parameter values (loop nests)
 
@@ -123,26 +124,28 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     scop = stages.run("parameters", bind_parameters, scop, options.params)
     program = stages.run("ast", build_ast, scop, scheduled.schedule)
     plan = stages.run("buffers", plan_buffers, scop)
-    llvm_ir = stages.run("llvm", emit_module, scop, program, plan)
+    llvm_ir = stages.run("llvm", emit_module, scop, program, plan, fast_math=options.fast_math)
     config.log_section(config.LLVM, "LLVM IR (before optimisation)", llvm_ir)
     return Compilation(options, scop, groups, scheduled, program, plan, llvm_ir,
                        tuple(stages.times))
 
 
-def compile_model(model, *, scheduler: str = "isl", fuse: str = "smart", check: bool = True,
-                  shapes: Mapping[str, tuple[int, ...]] | None = None) -> "CompiledModel":
-    """Compile ``model`` (path, bytes or ModelProto) to native code in this process."""
-    options = Options(scheduler, fuse, check, dict(shapes) if shapes else None)
+def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
+                  shapes: Mapping[str, tuple[int, ...]] | None = None,
+                  fast_math: bool = True) -> "CompiledModel":
+    """Compile ``model`` (path, bytes or ModelProto) to native code in this process.
+    ``fast_math=False`` keeps IEEE float order: no reassociation, no FMA contraction."""
+    options = Options(scheduler, fuse, check, fast_math, dict(shapes) if shapes else None)
     return _jit(lower(model, options))
 
 
 def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
-                 scheduler: str = "isl", fuse: str = "max",
-                 check: bool = True) -> "CompiledModel":
+                 scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
+                 fast_math: bool = True) -> "CompiledModel":
     """Compile a SCoP (e.g. a :class:`polyc.scop.nest.LoopNest`'s) at the parameter
     values ``params``; its ``run`` returns every array's final value."""
     values = check_values(scop, params)  # before any work: name a missing value now
-    options = Options(scheduler, fuse, check, None, values or None)
+    options = Options(scheduler, fuse, check, fast_math, None, values or None)
     return _jit(lower_scop(scop, options, _Stages()))
 
 

@@ -88,10 +88,25 @@ def test_run_onnx_with_random_inputs():
     assert done.stdout.startswith("y: float32[4, 10] = [")
 
 
-def test_inspect_onnx():
-    done = polyc("inspect", MLP, "--fuse", "smart")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip()
+@pytest.mark.parametrize("scheduler", ["pluto", "isl"])
+def test_inspect_onnx_prints_pluto_notation_and_loops(scheduler):
+    schedules = {}
+    for policy in ("nofuse", "smartfuse", "maxfuse"):
+        done = polyc("inspect", MLP, "--scheduler", scheduler, "--fuse", policy)
+        assert done.returncode == 0, done.stderr
+        text = done.stdout
+        assert f"scheduler: {scheduler}\n" in text
+        schedule = re.findall(r"^T\(S\d+_\w+\): \(.*\)$", text, flags=re.M)
+        assert len(schedule) == 11  # one line per statement of the MLP
+        assert re.search(r"== LOOPS ==\n(\{\n)?\s*for \(int c0 = 0;", text), text
+        schedules[policy] = schedule
+    if scheduler == "pluto":  # the policies change Pluto's result
+        assert schedules["nofuse"] != schedules["maxfuse"]
+
+
+def test_unknown_fusion_policy_is_refused():
+    done = polyc("inspect", MLP, "--fuse", "most")
+    assert done.returncode == 2 and "invalid choice: 'most'" in done.stderr
 
 
 def test_compile_report(tmp_path):

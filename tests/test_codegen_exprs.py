@@ -24,12 +24,16 @@ CASES = {
     "[n] -> { [(max(n, 2))] }": lambda n: max(n, 2),
     "[n] -> { [(min(n, -1))] }": lambda n: min(n, -1),
 }
+CONTEXT = "[n] -> { : -20 <= n <= 20 }"
 
 
 def _jit_expr(text):
     ctx = isl.Context()
-    build = isl.AstBuild.from_context(isl.Set.read_from_str(ctx, "[n] -> { : -20 <= n <= 20 }"))
-    expr = build.expr_from_pw_aff(isl.PwAff.read_from_str(ctx, text))
+    build = isl.AstBuild.from_context(isl.Set.read_from_str(ctx, CONTEXT))
+    return _jit(build.expr_from_pw_aff(isl.PwAff.read_from_str(ctx, text)))
+
+
+def _jit(expr):
     module = ir.Module(name="expr")
     fn = ir.Function(module, ir.FunctionType(I64, [I64]), name="f")
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -48,3 +52,16 @@ def test_isl_expression_matches_python(text):
     expected = CASES[text]
     for n in range(-20, 21):
         assert function(n) == expected(n), f"{c_text} at n={n}"
+
+
+def test_n_ary_min_of_a_loop_bound():
+    """isl's AST gives min and max more than two arguments (here a loop's upper bound)."""
+    ctx = isl.Context()
+    build = isl.AstBuild.from_context(isl.Set.read_from_str(ctx, CONTEXT))
+    loop = build.node_from_schedule_map(isl.UnionMap.read_from_str(
+        ctx, "[n] -> { S[i] -> [i] : 0 <= i <= n and i <= 12 - n and 2i <= 3 + n }"))
+    bound = loop.for_get_cond().op_get_arg(1)
+    assert bound.op_get_type() == isl.ast_expr_op_type.min and bound.op_get_n_arg() == 3
+    c_text, function, _engine = _jit(bound)
+    for n in range(-20, 21):
+        assert function(n) == min(n, 12 - n, (n + 1) // 2 + 1), f"{c_text} at n={n}"

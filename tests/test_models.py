@@ -58,6 +58,21 @@ def views_and_reductions():
                       initializers=[shape], opset=13)
 
 
+def deep_mlp(layers=40, width=16, batch=4):
+    """MatMul + Add + Relu ``layers`` times, then Softmax: 3 * layers + 1 nodes."""
+    nodes, weights, x = [], [], "x"
+    values = _weights(3, *[(width, width), (width,)] * layers)
+    for k in range(layers):
+        weights += [(f"w{k}", values[2 * k] * np.float32(0.5)), (f"b{k}", values[2 * k + 1])]
+        nodes += [helper.make_node("MatMul", [x, f"w{k}"], [f"m{k}"]),
+                  helper.make_node("Add", [f"m{k}", f"b{k}"], [f"a{k}"]),
+                  helper.make_node("Relu", [f"a{k}"], [f"r{k}"])]
+        x = f"r{k}"
+    nodes.append(helper.make_node("Softmax", [x], ["y"], axis=-1))
+    return make_model(nodes, [("x", [batch, width])], [("y", [batch, width])],
+                      initializers=weights)
+
+
 MODELS = {"mlp": mlp, "matmul_add_relu": matmul_add_relu,
           "softmax_of_matmul": softmax_of_matmul, "views_and_reductions": views_and_reductions}
 
@@ -101,3 +116,19 @@ def test_the_same_compiled_model_runs_many_inputs():
         inputs = random_inputs(model, seed=seed)
         expected = run_onnxruntime(model, inputs)["y"]
         np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("policy", ["smart", "max"])
+def test_a_model_of_121_nodes_schedules_with_pluto(policy):
+    """The largest model of the suite: pluto schedules every group itself (no fallback);
+    under maxfuse the one group of 166 statements is scheduled in bounded chunks."""
+    model = deep_mlp()
+    assert len(model.graph.node) == 121
+    inputs = random_inputs(model, seed=8)
+    compiled = polyc.compile(model, scheduler="pluto", fuse=policy)
+    decisions = compiled.schedule.decisions
+    assert not any("fell back" in d for d in decisions)
+    assert any("166 statements scheduled in 11 chunks" in d for d in decisions) == \
+        (policy == "max")
+    expected = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)

@@ -1,9 +1,6 @@
-"""Loop nests written directly (polyc.scop.nest): SCoPs, dependences and compiled results.
-
-Each kernel is compiled with the "isl" and "original" schedulers and compared on
-seeded random data with a plain Python/numpy loop implementation of the same program:
-``rtol=1e-5, atol=1e-6`` where float sums may be reassociated or contracted (FMA),
-exact equality where no arithmetic can be reordered.
+"""Loop nests written directly (polyc.scop.nest): the parametric SCoP, its dependences,
+compiling at parameter values, and the errors of the API. Kernels come from
+:mod:`polyc.scop.polybench`; ``rtol=1e-5, atol=1e-6`` against numpy references.
 """
 
 import islpy as isl
@@ -14,8 +11,8 @@ from polyc.errors import InputError, NestError, NotAffineError, ShapeError
 from polyc.scheduler.notation import pluto_notation
 from polyc.scop.dependences import compute_dependences
 from polyc.scop.nest import LoopNest
+from polyc.scop.polybench import independent, jacobi1d, jacobi1d_reference, matmul, trisolv
 
-SCHEDULERS = ["pluto", "isl", "original"]
 RTOL, ATOL = 1e-5, 1e-6
 
 
@@ -27,153 +24,15 @@ def _umap(scop, text):
     return isl.UnionMap.read_from_str(scop.ctx, text)
 
 
-# -- kernels ---------------------------------------------------------------------------
-
-def matmul() -> LoopNest:
-    nest = LoopNest("matmul", params=["M", "N", "K"])
-    A, B, C = nest.array("A", ("M", "K")), nest.array("B", ("K", "N")), nest.array("C", ("M", "N"))
-    nest.statement("S0", "{ [i, j] : 0 <= i < M and 0 <= j < N }", write=C["i", "j"], expr=0.0)
-    nest.statement("S1", "{ [i, j, k] : 0 <= i < M and 0 <= j < N and 0 <= k < K }",
-                   write=C["i", "j"], expr=C["i", "j"] + A["i", "k"] * B["k", "j"])
-    return nest
-
-
-def jacobi1d() -> LoopNest:
-    """Imperfect: S1 and S2 share the t loop, their i loops one after the other."""
-    nest = LoopNest("jacobi1d", params=["T", "N"])
-    A, B = nest.array("A", ("N",)), nest.array("B", ("N",))
-    domain = "{ [t, i] : 0 <= t < T and 1 <= i < N - 1 }"
-    nest.statement("S1", domain, write=B["i"],
-                   expr=(A["i - 1"] + A["i"] + A["i + 1"]) * 0.33333,
-                   schedule="{ [t, i] -> [t, 0, i] }")
-    nest.statement("S2", domain, write=A["i"], expr=B["i"], schedule="{ [t, i] -> [t, 1, i] }")
-    return nest
-
-
-def jacobi1d_reference(a, steps):
-    a, b = a.copy(), np.zeros_like(a)
-    for _ in range(steps):
-        for i in range(1, len(a) - 1):
-            b[i] = (a[i - 1] + a[i] + a[i + 1]) * np.float32(0.33333)
-        for i in range(1, len(a) - 1):
-            a[i] = b[i]
-    return a, b
-
-
-def seidel2d() -> LoopNest:
-    """In place: A is read and written by the one statement."""
-    nest = LoopNest("seidel2d", params=["T", "N"])
-    A = nest.array("A", ("N", "N"))
-    reads = [A[f"i + {di}", f"j + {dj}"] for di in (-1, 0, 1) for dj in (-1, 0, 1)]
-    nest.statement("S", "{ [t, i, j] : 0 <= t < T and 1 <= i < N - 1 and 1 <= j < N - 1 }",
-                   write=A["i", "j"], expr=sum(reads[1:], reads[0]) / 9.0)
-    return nest
-
-
-def seidel2d_reference(a, steps):
-    a = a.copy()
-    n = a.shape[0]
-    for _ in range(steps):
-        for i in range(1, n - 1):
-            for j in range(1, n - 1):
-                a[i, j] = a[i - 1:i + 2, j - 1:j + 2].sum(dtype=np.float32) / np.float32(9)
-    return a
-
-
-def trisolv() -> LoopNest:
-    """Forward substitution L x = b over the triangle { [i, j] : 0 <= j < i < N }."""
-    nest = LoopNest("trisolv", params=["N"])
-    L, b, x = nest.array("L", ("N", "N")), nest.array("b", ("N",)), nest.array("x", ("N",))
-    nest.statement("S1", "{ [i] : 0 <= i < N }", write=x["i"], expr=b["i"],
-                   schedule="{ [i] -> [i, 0, 0] }")
-    nest.statement("S2", "{ [i, j] : 0 <= j < i < N }", write=x["i"],
-                   expr=x["i"] - L["i", "j"] * x["j"], schedule="{ [i, j] -> [i, 1, j] }")
-    nest.statement("S3", "{ [i] : 0 <= i < N }", write=x["i"], expr=x["i"] / L["i", "i"],
-                   schedule="{ [i] -> [i, 2, 0] }")
-    return nest
-
-
-def trisolv_reference(lower, b):
-    x = np.zeros_like(b)
-    for i in range(len(b)):
-        x[i] = b[i]
-        for j in range(i):
-            x[i] = x[i] - lower[i, j] * x[j]
-        x[i] = x[i] / lower[i, i]
-    return x
-
-
-def independent() -> LoopNest:
-    """Three statements that only read A: no dependences at all."""
-    nest = LoopNest("independent", params=["M", "N"])
-    A = nest.array("A", ("M", "N"))
-    relu, neg_t, half_exp = (nest.array(n, s) for n, s in
-                             [("R", ("M", "N")), ("T", ("N", "M")), ("E", ("M", "N"))])
-    box = "{ [i, j] : 0 <= i < M and 0 <= j < N }"
-    nest.statement("S1", box, write=relu["i", "j"], expr=nest.fn.max(A["i", "j"], 0.0))
-    nest.statement("S2", box, write=neg_t["j", "i"], expr=-A["i", "j"])
-    nest.statement("S3", box, write=half_exp["i", "j"], expr=nest.fn.exp(A["i", "j"]) * 0.5)
-    return nest
-
-
-# -- compiled results --------------------------------------------------------------
-
-@pytest.mark.parametrize("scheduler", SCHEDULERS)
-def test_matmul_with_init_statement(scheduler):
-    compiled = matmul().compile(params={"M": 7, "N": 5, "K": 9}, scheduler=scheduler)
-    a, b = _random(1, 7, 9), _random(2, 9, 5)
-    out = compiled.run({"A": a, "B": b})  # C is only written: it may be omitted
-    np.testing.assert_allclose(out["C"], a @ b, rtol=RTOL, atol=ATOL)
-    np.testing.assert_array_equal(out["A"], a)
-    np.testing.assert_array_equal(out["B"], b)
-
-
-@pytest.mark.parametrize("scheduler", SCHEDULERS)
-def test_jacobi1d_imperfect_nest(scheduler):
-    compiled = jacobi1d().compile(params={"T": 6, "N": 30}, scheduler=scheduler)
-    a = _random(3, 30)
-    before = a.copy()
-    out = compiled.run({"A": a})
-    expected_a, expected_b = jacobi1d_reference(a, 6)
-    np.testing.assert_allclose(out["A"], expected_a, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(out["B"], expected_b, rtol=RTOL, atol=ATOL)
-    assert out["B"][0] == 0 and out["B"][-1] == 0  # never written: zeros
-    np.testing.assert_array_equal(a, before)  # the caller's array is not modified
-
-
-@pytest.mark.parametrize("scheduler", SCHEDULERS)
-def test_seidel2d_in_place(scheduler):
-    compiled = seidel2d().compile(params={"T": 3, "N": 12}, scheduler=scheduler)
-    a = _random(4, 12, 12)
-    out = compiled.run({"A": a})
-    np.testing.assert_allclose(out["A"], seidel2d_reference(a, 3), rtol=RTOL, atol=ATOL)
-
-
-@pytest.mark.parametrize("scheduler", SCHEDULERS)
-def test_trisolv_triangular_domain(scheduler):
-    n = 16
-    lower = np.tril(_random(5, n, n)) + n * np.eye(n, dtype=np.float32)
-    b = _random(6, n)
-    out = trisolv().compile(params={"N": n}, scheduler=scheduler).run({"L": lower, "b": b})
-    np.testing.assert_allclose(out["x"], trisolv_reference(lower, b), rtol=RTOL, atol=ATOL)
-
-
-@pytest.mark.parametrize("scheduler", SCHEDULERS)
-def test_independent_statements(scheduler):
-    compiled = independent().compile(params={"M": 6, "N": 4}, scheduler=scheduler)
-    a = _random(7, 6, 4)
-    out = compiled.run({"A": a})
-    np.testing.assert_array_equal(out["R"], np.maximum(a, 0))
-    np.testing.assert_array_equal(out["T"], -a.T)
-    np.testing.assert_allclose(out["E"], np.exp(a) * 0.5, rtol=RTOL, atol=ATOL)
-
+# -- compiled results (every kernel of polybench.py: tests/test_polybench.py) -----------
 
 def test_one_nest_compiles_at_several_parameter_values():
     nest = jacobi1d()
     for steps, n in [(1, 3), (4, 17)]:
         a = _random(n, n)
         out = nest.compile(params={"T": steps, "N": n}).run({"A": a})
-        np.testing.assert_allclose(out["A"], jacobi1d_reference(a, steps)[0],
+        expected = jacobi1d_reference({"T": steps, "N": n}, {"A": a})
+        np.testing.assert_allclose(out["A"], expected["A"],
                                    rtol=RTOL, atol=ATOL)
 
 
@@ -221,8 +80,8 @@ def test_default_order_runs_statements_in_textual_sequence():
     scop = compute_dependences(matmul().scop())
     assert {a.name: a.kind for a in scop.arrays} == {"A": "inout", "B": "inout", "C": "result"}
     assert scop.dependences.raw.is_equal(_umap(scop, (
-        "[M, N, K] -> { S0[i, j] -> S1[i, j, 0] : 0 <= i < M and 0 <= j < N and K > 0;"
-        " S1[i, j, k] -> S1[i, j, k + 1] : 0 <= i < M and 0 <= j < N and 0 <= k < K - 1 }")))
+        "[M, N, K] -> { S1[i, j] -> S2[i, j, 0] : 0 <= i < M and 0 <= j < N and K > 0;"
+        " S2[i, j, k] -> S2[i, j, k + 1] : 0 <= i < M and 0 <= j < N and 0 <= k < K - 1 }")))
 
 
 def test_trisolv_solution_vector_needs_no_initial_value():

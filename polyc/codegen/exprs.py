@@ -71,6 +71,11 @@ def int_expr(b: ir.IRBuilder, expr: isl.AstExpr, lookup) -> ir.Value:
     if emit is None:
         raise NotImplementedError(f"isl AST operator {expr.op_get_type()} in {expr.to_C_str()}")
     args = [int_expr(b, expr.op_get_arg(k), lookup) for k in range(expr.op_get_n_arg())]
+    if expr.op_get_type() in (op.min, op.max):  # n-ary in isl's AST
+        result = args[0]
+        for arg in args[1:]:
+            result = emit(b, result, arg)
+        return result
     return emit(b, *args)
 
 

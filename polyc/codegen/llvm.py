@@ -14,7 +14,7 @@ import numpy as np
 from llvmlite import ir
 
 from polyc.codegen.ast import LoopProgram
-from polyc.codegen.exprs import F32, FLOAT_FUNCTIONS, I64, int_expr
+from polyc.codegen.exprs import F32, FAST, FLOAT_FUNCTIONS, I64, int_expr
 from polyc.codegen.layout import ALIGN, BufferPlan
 from polyc.errors import CodegenError
 from polyc.frontend.core import Call, Const
@@ -24,13 +24,25 @@ PTR = ir.PointerType()
 ENTRY = "polyc_main"
 
 
-def emit_module(scop: Scop, program: LoopProgram, plan: BufferPlan) -> str:
-    """The LLVM IR text of the whole model."""
+def emit_module(scop: Scop, program: LoopProgram, plan: BufferPlan, *,
+                fast_math: bool = True) -> str:
+    """The LLVM IR text of the whole model; ``fast_math=False`` drops the float
+    reassociation and contraction flags, so every schedule computes bit-identical sums."""
     module = ir.Module(name="polyc")
     arrays = plan.inputs + plan.outputs + tuple(plan.scratch) + plan.constants
     kernel = _kernel(module, scop, program, arrays)
+    if not fast_math:
+        _drop_fast_math(kernel)
     _entry(module, kernel, plan, _constants(module, scop, plan))
     return str(module)
+
+
+def _drop_fast_math(fn: ir.Function) -> None:
+    for block in fn.blocks:
+        for instr in block.instructions:
+            flags = getattr(instr, "flags", None)
+            if flags:
+                flags[:] = [f for f in flags if f not in FAST]
 
 
 def _constants(module: ir.Module, scop: Scop, plan: BufferPlan) -> list[ir.GlobalVariable]:

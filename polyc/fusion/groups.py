@@ -17,6 +17,7 @@ from polyc.errors import PolycError
 from polyc.scop.model import Scop, Statement
 
 POLICIES = ("none", "smart", "max")
+ALIASES = {"nofuse": "none", "smartfuse": "smart", "maxfuse": "max"}  # Pluto's names
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,7 @@ class FusionGroups:
 
 def fuse(scop: Scop, *, policy: str = "smart") -> FusionGroups:
     """Partition the statements of ``scop`` into consecutive fusion groups."""
-    if policy not in POLICIES:
-        raise PolycError(f"unknown fusion policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    policy = canonical_policy(policy)
     by_op: dict[int, list[Statement]] = {}
     for statement in scop.statements:
         by_op.setdefault(statement.op_index, []).append(statement)
@@ -43,6 +43,15 @@ def fuse(scop: Scop, *, policy: str = "smart") -> FusionGroups:
     else:
         runs = _smart_runs(ops)
     return FusionGroups(policy, tuple(tuple(s.name for s in run) for run in runs))
+
+
+def canonical_policy(policy: str) -> str:
+    """``none``/``smart``/``max``, also accepting Pluto's ``nofuse``/``smartfuse``/``maxfuse``."""
+    policy = ALIASES.get(policy, policy)
+    if policy not in POLICIES:
+        names = ", ".join(POLICIES + tuple(ALIASES))
+        raise PolycError(f"unknown fusion policy {policy!r}; choose one of {names}")
+    return policy
 
 
 def _smart_runs(ops: list[list[Statement]]) -> list[list[Statement]]:

@@ -45,7 +45,7 @@ def register(name: str):
     return decorate
 
 
-def schedule(scop: Scop, groups: FusionGroups, *, scheduler: str = "isl") -> ScheduleResult:
+def schedule(scop: Scop, groups: FusionGroups, *, scheduler: str = "pluto") -> ScheduleResult:
     """Schedule each fusion group with ``scheduler``; groups run in sequence."""
     if scheduler not in SCHEDULERS:
         raise PolycError(f"unknown scheduler {scheduler!r}; choose one of "

@@ -57,6 +57,11 @@ class Layout:
         return len(self.params) + 1 + sum(d + 1 for d in self.dims.values())
 
     def space(self, ctx: isl.Context) -> isl.Space:
+        if "_space" not in self.__dict__:  # frozen: cache by hand
+            object.__setattr__(self, "_space", self._make_space(ctx))
+        return self.__dict__["_space"]
+
+    def _make_space(self, ctx: isl.Context) -> isl.Space:
         names = [f"u{k}" for k in range(len(self.params))] + ["w"]
         for statement, dim in self.dims.items():
             names += [f"{statement}_c{dim - k}" for k in range(dim)] + [f"{statement}_c0"]
@@ -72,11 +77,13 @@ def _var(space: isl.Space, index: int, coef: int = 1) -> isl.Aff:
 
 
 def farkas_constraints(coefficients: isl.BasicSet, layout: Layout, src: str, dst: str,
-                       *, bounding: bool, ctx: isl.Context) -> isl.BasicSet:
-    """Decision vectors for which the distance form (or its bound) is >= 0 on the dependence.
+                       *, bounding: bool, ctx: isl.Context, minimum: int = 0) -> isl.BasicSet:
+    """Decision vectors for which the distance form (or its bound) is >= 0 on the dependence
+    (the distance >= ``minimum``, for validity).
 
     ``coefficients`` is ``P.wrap().coefficients().flatten()`` with dims
-    ``[cst, params.., src coefs.., dst coefs..]``.
+    ``[cst, params.., src coefs.., dst coefs.., local coefs..]``; the coefficients of
+    local variables (lifted divs) are 0.
     """
     space = layout.space(ctx)
     sign = -1 if bounding else 1  # bounding: u.n + w - distance
@@ -86,11 +93,14 @@ def farkas_constraints(coefficients: isl.BasicSet, layout: Layout, src: str, dst
         constant = constant.add(_var(space, layout.shift(src), -sign))
     if bounding:
         constant = constant.add(_var(space, len(layout.params)))
+    elif minimum:
+        constant = constant.add_constant_val(-minimum)
     affs = [constant]
     affs += [_var(space, k) if bounding else _zero(space) for k in range(len(layout.params))]
     affs += [_var(space, layout.coefficient(src, d), -sign) for d in range(layout.dims[src])]
     affs += [_var(space, layout.coefficient(dst, d), sign) for d in range(layout.dims[dst])]
     target = coefficients.get_space()
+    affs += [_zero(space)] * (target.dim(isl.dim_type.set) - len(affs))
     aff_list = isl.AffList.alloc(ctx, 0)
     for aff in affs:
         aff_list = aff_list.add(aff)
@@ -138,6 +148,22 @@ def independence(layout: Layout, statement: str, complement: list[list[Fraction]
         for index, v in coefs.items():
             total[index] = total.get(index, 0) + v
     return result.add_constraint(_inequality(space, total, -1))
+
+
+def independence_any(layout: Layout, statement: str, complement: list[list[Fraction]],
+                     ctx: isl.Context) -> isl.Set:
+    """The exact form of linear independence, a union: some complement row r has
+    ``r.c >= 1`` or ``r.c <= -1``. Used when Pluto's one-sided form has no solution."""
+    space = layout.space(ctx)
+    result = isl.Set.empty(space)
+    for row in complement:
+        scale = lcm(*(f.denominator for f in row))
+        for sign in (1, -1):
+            coefs = {layout.coefficient(statement, d): sign * int(f * scale)
+                     for d, f in enumerate(row) if f}
+            side = isl.BasicSet.universe(space).add_constraint(_inequality(space, coefs, -1))
+            result = result.union(isl.Set.from_basic_set(side))
+    return result
 
 
 def _inequality(space: isl.Space, coefs: dict[int, int], constant: int) -> isl.Constraint:

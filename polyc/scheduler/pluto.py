@@ -3,35 +3,46 @@
 Per level, one ILP finds a hyperplane ``phi_S(i) = c_S . i + c_S0`` for every
 statement: tiling-valid on every dependence not yet satisfied at the start of the
 current band (distance >= 0), distances bounded by ``u.n + w`` and the lexicographic
-minimum of ``(u, w, coefficients)`` taken; each statement's new row is linearly
-independent of its earlier rows. Rows found one after another form a permutable band;
-a row is parallel when every dependence still live has distance 0 along it. When no
-row exists, the band ends (its satisfied dependences are dropped); when none exists
-at the start of a band, the statements are cut between strongly connected components
-of the remaining dependence graph (loop distribution), as the fusion policy says.
+minimum of ``(u, w, coefficients)`` taken. Each statement's new row is linearly
+independent of its earlier rows: first Pluto's one-sided form on the orthogonal
+complement, then, if that has no solution, the exact union of sign choices.
+
+Rows found one after another form a permutable band; a row is parallel when every
+dependence live at the band's start has distance 0 along it. When no further row
+exists the band ends, and later levels keep only the dependence instances it left
+unordered (distance 0 on all its rows). When no row exists at the start of a band,
+the statements are cut between strongly connected components of the remaining
+dependence graph (loop distribution), as the fusion policy says.
 
 Fusion policies: ``none`` (nofuse: cut every SCC up front), ``smart`` (smartfuse: cut
-between SCCs of different dimensionality up front, every SCC when stuck), ``max``
-(maxfuse: cut only when stuck).
+between SCCs of different dimensionality up front), ``max`` (maxfuse: cut only when
+stuck). When stuck, smart and max keep neighbouring SCCs together while they still
+share a hyperplane; none cuts between all of them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 import islpy as isl
 
 from polyc.config import SYSTEMS, log_section
-from polyc.islutil import items, union_maps
+from polyc.errors import PolycError
+from polyc.islutil import items, sequence, union_maps
 from polyc.scheduler import farkas
 from polyc.scheduler.base import group_dependences, group_domain, register
 from polyc.scheduler.graph import topological_sccs
-from polyc.scheduler.isl_scheduler import isl_schedule
+from polyc.scheduler.isl_scheduler import isl_schedule, original_schedule
 from polyc.scheduler.linalg import orthogonal_complement, rank
 from polyc.scheduler.tree import band_schedule, row_aff, row_text
 from polyc.scop.model import Scop
 
 MAX_OPERATIONS = 20_000_000  # isl operations per ILP before falling back to isl
+MAX_GROUP_STATEMENTS = 16  # larger groups are scheduled in chunks of whole SCCs
+MAX_CASES = 64  # sign choices tried for exact linear independence
+MAX_MERGED_SCCS = 16  # a stuck group with more SCCs is cut between all of them
+MAX_SATISFYING_ROWS = 8  # rows past the permutable ones, per group, before giving up
 
 
 @dataclass(frozen=True)
@@ -50,26 +61,69 @@ class NoSchedule(Exception):
 
 @register("pluto")
 def pluto_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
-    domain = group_domain(scop, group)
-    edges = _edges(group_dependences(scop, domain))
+    edges = _edges(group_dependences(scop, group_domain(scop, group)))
+    chunks = _chunks(list(group), edges)
+    notes: list[str] = []
+    if len(chunks) > 1:
+        notes.append(f"{len(group)} statements scheduled in {len(chunks)} chunks of at most "
+                     f"{MAX_GROUP_STATEMENTS} (whole SCCs, in dependence order)")
+    parts = []
+    for chunk in chunks:
+        inside = [e for e in edges if e.src in chunk and e.dst in chunk]
+        part, chunk_notes = _schedule_chunk(scop, chunk, inside, policy)
+        parts.append(part)
+        notes += chunk_notes
+    return sequence(parts), tuple(notes)
+
+
+def _schedule_chunk(scop: Scop, stmts: list[str], edges: list[Edge], policy: str):
     scheduler = _Pluto(scop, policy)
     try:
-        rows = {name: [] for name in group}
-        schedule = scheduler.schedule(list(group), edges, rows, initial=True)
+        rows = {name: [] for name in stmts}
+        return scheduler.schedule(stmts, edges, rows, initial=True), scheduler.decisions
     except NoSchedule as why:
-        schedule, notes = isl_schedule(scop, group)
-        return schedule, (f"pluto fell back to isl's scheduler: {why}",) + notes
-    return schedule, tuple(scheduler.decisions)
+        note = f"pluto fell back to isl's scheduler for {', '.join(stmts)}: {why}"
+    try:
+        schedule, notes = isl_schedule(scop, tuple(stmts))
+    except PolycError as err:  # isl's scheduler can fail too: the original order is legal
+        schedule, notes = original_schedule(scop, tuple(stmts))
+        notes = (f"isl's scheduler failed as well ({err}); kept the original order",) + notes
+    return schedule, [note, *notes]
+
+
+def _chunks(stmts: list[str], edges: list[Edge]) -> list[list[str]]:
+    """Consecutive SCCs (dependence order) packed into chunks of at most
+    MAX_GROUP_STATEMENTS: the ILP's size, and so its cost, stays bounded."""
+    if len(stmts) <= MAX_GROUP_STATEMENTS:
+        return [stmts]
+    chunks: list[list[str]] = []
+    for scc in topological_sccs(stmts, [(e.src, e.dst) for e in edges]):
+        if chunks and len(chunks[-1]) + len(scc) <= MAX_GROUP_STATEMENTS:
+            chunks[-1].extend(scc)
+        else:
+            chunks.append(list(scc))
+    return chunks
 
 
 def _edges(deps: isl.UnionMap) -> list[Edge]:
     edges = []
     for relation in union_maps(deps):
         for basic in items(relation.get_basic_map_list()):
-            coefficients = basic.wrap().coefficients().flatten()
+            coefficients = _lifted(basic.wrap()).coefficients().flatten()
             edges.append(Edge(basic.get_tuple_name(isl.dim_type.in_),
                               basic.get_tuple_name(isl.dim_type.out), basic, coefficients))
     return edges
+
+
+def _lifted(polyhedron: isl.BasicSet) -> isl.BasicSet:
+    """Existentially quantified variables (from mod and floor in accesses) become set
+    variables after the original ones; ``coefficients()`` refuses local variables.
+    The Farkas constraints give those extra variables coefficient 0, which is exact:
+    a form in the original variables is non-negative on the lifted set exactly when
+    it is on its projection."""
+    if polyhedron.dim(isl.dim_type.div) == 0:
+        return polyhedron
+    return polyhedron.lift()
 
 
 class _Pluto:
@@ -77,6 +131,8 @@ class _Pluto:
         self.scop, self.policy, self.ctx = scop, policy, scop.ctx
         self.params = tuple(scop.domain.get_space().get_var_names(isl.dim_type.param))
         self.decisions: list[str] = []
+        self._systems: dict = {}
+        self._satisfying_rows = 0
 
     def dim(self, statement: str) -> int:
         return self.scop.statement(statement).domain.dim(isl.dim_type.set)
@@ -92,7 +148,8 @@ class _Pluto:
             if len(parts) > 1:
                 return self._cut(parts, edges, rows, "initial")
         band, satisfied, coincident = self._band(stmts, edges, rows)
-        remaining = [e for e in edges if e not in satisfied]
+        remaining = [part for e in edges if e not in satisfied
+                     for part in self._unsatisfied_part(e, band)]
         if band:
             self.decisions.append(self._band_text(stmts, band, coincident))
             below = self.schedule(stmts, remaining, rows) if not self._done(
@@ -100,10 +157,34 @@ class _Pluto:
             return band_schedule(self.scop, stmts, band, coincident, below)
         if self._done(stmts, remaining, rows):
             return self._leaf(stmts)
-        parts = topological_sccs(stmts, [(e.src, e.dst) for e in remaining])
-        if len(parts) == 1:
+        parts = self._stuck_parts(stmts, remaining, rows)
+        if len(parts) > 1:
+            return self._cut(parts, remaining, rows, "stuck")
+        return self._satisfying_band(stmts, remaining, rows)
+
+    def _satisfying_band(self, stmts, edges, rows) -> isl.Schedule:
+        """One SCC and no permutable row left: a row that orders (distance >= 1) all of at
+        least one dependence, not necessarily independent; then go on below it."""
+        self._satisfying_rows += 1
+        row = None
+        if self._satisfying_rows <= MAX_SATISFYING_ROWS:
+            layout, system = self._validity(stmts, edges)
+            cases = isl.Set.empty(system.get_space())
+            for edge in edges:
+                cases = cases.union(isl.Set.from_basic_set(system.intersect(farkas.integer_set(
+                    farkas.farkas_constraints(edge.coefficients, layout, edge.src, edge.dst,
+                                              bounding=False, ctx=self.ctx, minimum=1)))))
+            point = self._lexmin(cases)
+            row = None if point is None else self._row(point, layout, stmts)
+        if row is None:
             raise NoSchedule(f"no hyperplane and nothing to cut for {', '.join(stmts)}")
-        return self._cut(parts, remaining, rows, "stuck")
+        for name in stmts:
+            rows[name].append(row[name])
+        self.decisions.append(self._band_text(stmts, [row], [False]) + " (orders a cycle)")
+        remaining = [part for e in edges for part in self._unsatisfied_part(e, [row])]
+        below = self._leaf(stmts) if self._done(stmts, remaining, rows) else \
+            self.schedule(stmts, remaining, rows)
+        return band_schedule(self.scop, stmts, [row], [False], below)
 
     def _done(self, stmts, edges, rows) -> bool:
         return not edges and all(self.full_rank(s, rows) for s in stmts)
@@ -120,6 +201,24 @@ class _Pluto:
             depth = max(self.dim(s) for s in scc)
             if parts and max(self.dim(s) for s in parts[-1]) == depth:
                 parts[-1].extend(scc)
+            else:
+                parts.append(list(scc))
+        return parts
+
+    def _stuck_parts(self, stmts, edges, rows) -> list[list[str]]:
+        """No hyperplane for all of ``stmts``: distribute. nofuse cuts between every SCC;
+        smartfuse and maxfuse keep neighbouring SCCs together while they still have a
+        common hyperplane (one ILP per SCC, up to MAX_MERGED_SCCS of them)."""
+        sccs = topological_sccs(stmts, [(e.src, e.dst) for e in edges])
+        if self.policy == "none" or len(sccs) > MAX_MERGED_SCCS:
+            return sccs
+        parts = [list(sccs[0])]
+        for scc in sccs[1:]:
+            merged = parts[-1] + list(scc)
+            inside = [e for e in edges if e.src in merged and e.dst in merged]
+            open_rows = any(not self.full_rank(s, rows) for s in merged)
+            if open_rows and self._hyperplane(merged, inside, rows) is not None:
+                parts[-1] = merged
             else:
                 parts.append(list(scc))
         return parts
@@ -151,28 +250,47 @@ class _Pluto:
             band.append(row)
         return band, satisfied, coincident
 
+    def _validity(self, stmts, edges) -> tuple[farkas.Layout, isl.BasicSet]:
+        """Bounds, validity and bounding constraints: the same for every row of a band,
+        so built once per (statements, edges)."""
+        key = (tuple(stmts), tuple(id(e) for e in edges))
+        if key not in self._systems:
+            layout = farkas.Layout(self.params, {s: self.dim(s) for s in stmts})
+            system = farkas.bounds(layout, self.ctx)
+            for edge in edges:
+                for bounding in (False, True):
+                    system = system.intersect(farkas.integer_set(farkas.farkas_constraints(
+                        edge.coefficients, layout, edge.src, edge.dst, bounding=bounding,
+                        ctx=self.ctx)))
+            self._systems[key] = (tuple(edges), layout, system)  # edges kept: ids stay valid
+        _, layout, system = self._systems[key]
+        return layout, system
+
     def _hyperplane(self, stmts, edges, rows):
-        layout = farkas.Layout(self.params, {s: self.dim(s) for s in stmts})
-        system = farkas.bounds(layout, self.ctx)
-        for edge in edges:
-            for bounding in (False, True):
-                system = system.intersect(farkas.integer_set(farkas.farkas_constraints(
-                    edge.coefficients, layout, edge.src, edge.dst, bounding=bounding,
-                    ctx=self.ctx)))
-        for name in stmts:
-            if not self.full_rank(name, rows):
-                complement = orthogonal_complement([c for c, _ in rows[name]], self.dim(name))
-                system = system.intersect(farkas.independence(layout, name, complement,
-                                                              self.ctx))
-        log_section(SYSTEMS, f"pluto ILP for {', '.join(stmts)}", str(system))
-        point = self._lexmin(system)
-        if point is None:
-            return None
+        layout, system = self._validity(stmts, edges)
+        complements = {name: orthogonal_complement([c for c, _ in rows[name]], self.dim(name))
+                       for name in stmts if not self.full_rank(name, rows)}
+        one_sided = system
+        for name, complement in complements.items():
+            one_sided = one_sided.intersect(farkas.independence(layout, name, complement,
+                                                                self.ctx))
+        log_section(SYSTEMS, f"pluto ILP for {', '.join(stmts)}", str(one_sided))
+        point = self._lexmin(one_sided)
+        if point is None and 0 < prod(2 * len(c) for c in complements.values()) <= MAX_CASES:
+            exact = isl.Set.from_basic_set(system)  # a union: one case per sign choice
+            for name, complement in complements.items():
+                exact = exact.intersect(farkas.independence_any(layout, name, complement,
+                                                                self.ctx))
+            point = self._lexmin(exact)
+        return None if point is None else self._row(point, layout, stmts)
+
+    def _row(self, point: isl.Point, layout: farkas.Layout, stmts) -> dict:
         values = farkas.solution(point, layout)
         return {s: (tuple(values[layout.coefficient(s, d)] for d in range(self.dim(s))),
                     values[layout.shift(s)]) for s in stmts}
 
     def _lexmin(self, system: isl.BasicSet):
+        self.ctx.reset_operations()  # count this ILP only
         self.ctx.set_max_operations(MAX_OPERATIONS)
         try:
             if system.is_empty():
@@ -183,6 +301,19 @@ class _Pluto:
         finally:
             self.ctx.set_max_operations(0)
             self.ctx.reset_operations()
+
+    def _unsatisfied_part(self, edge: Edge, band: list[dict]) -> list[Edge]:
+        """The instances of ``edge`` that ``band`` does not order: where every row of the
+        band has distance 0 (elsewhere it is >= 1 on some row, since all rows are valid).
+        Later levels only need to respect these, as in isl's scheduler."""
+        relation = isl.Map.from_basic_map(edge.relation)
+        for row in band:
+            src = isl.Map.from_aff(row_aff(self.scop, edge.src, row[edge.src]))
+            dst = isl.Map.from_aff(row_aff(self.scop, edge.dst, row[edge.dst]))
+            relation = relation.intersect(src.apply_range(dst.reverse()))
+        if relation.is_equal(isl.Map.from_basic_map(edge.relation)):
+            return [edge]
+        return _edges(isl.UnionMap.from_map(relation))
 
     def _distance(self, edge: Edge, row) -> str:
         """'zero', 'positive' (>= 1 everywhere) or 'other' along ``row``."""

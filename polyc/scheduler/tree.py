@@ -42,3 +42,21 @@ def band_schedule(scop: Scop, stmts: list[str], band: list[dict], coincident: li
     for k, flag in enumerate(coincident):
         node = node.band_member_set_coincident(k, int(flag))
     return node.get_schedule()
+
+
+def band_summary(schedule: isl.Schedule) -> list[str]:
+    """The bands of a schedule tree, outermost first in a depth-first walk: one flag per
+    member, ``p`` coincident (parallel) or ``s``; ``*`` after a band of several members
+    that is not permutable. Pluto's and isl's schedules compare at a glance."""
+    bands: list[str] = []
+
+    def walk(node: isl.ScheduleNode) -> None:
+        if node.get_type() == isl.schedule_node_type.band:
+            n = node.band_n_member()
+            flags = "".join("p" if node.band_member_get_coincident(k) else "s" for k in range(n))
+            bands.append(flags + ("" if n == 1 or node.band_get_permutable() else "*"))
+        for k in range(node.n_children()):
+            walk(node.child(k))
+
+    walk(schedule.get_root())
+    return bands

@@ -91,7 +91,7 @@ class LoopNest:
         reads: list[Access] = []
         body = self._lower(name, dom, as_node(expr), reads)
         statement = Statement(name, dom, self._access(name, dom, target), tuple(reads), body,
-                              len(self._statements), node=name)
+                              0, node=name)  # one op: the nest is one fusion group
         order = None if schedule is None else self._schedule(name, dom, schedule)
         self._statements.append((statement, order))
 
@@ -108,15 +108,16 @@ class LoopNest:
         return Scop(ctx=self.ctx, arrays=arrays, statements=statements, order=scop.order,
                     constants={}, params=self.params, context=self.context)
 
-    def compile(self, *, params: Mapping[str, int] | None = None, scheduler: str = "isl",
-                fuse: str = "max", check: bool = True):
+    def compile(self, *, params: Mapping[str, int] | None = None, scheduler: str = "pluto",
+                fuse: str = "smart", check: bool = True, fast_math: bool = True):
         """Native code for the nest at these parameter values: a
         :class:`polyc.pipeline.CompiledModel` whose ``run({array: value})`` returns every
         array's final value (given arrays are copied, omitted ``result`` arrays start at 0).
-        ``fuse="max"`` (one group) lets the scheduler interleave all statements."""
+        The nest is one fusion group: ``fuse`` (none / smart / max, or Pluto's nofuse /
+        smartfuse / maxfuse) is the policy the scheduler cuts it by."""
         from polyc.pipeline import compile_scop
         return compile_scop(self.scop(), params=params, scheduler=scheduler, fuse=fuse,
-                            check=check)
+                            check=check, fast_math=fast_math)
 
     # -- checking and building the isl objects --------------------------------------
 
