@@ -3,8 +3,9 @@
     python benchmarks/run.py [--repeat N] [--threads 1] [--cases mlp,matmul512] [--json out.json]
 
 For each case it prints polyc's compile time and the median run time of polyc,
-numpy and onnxruntime (each after warm-up), and the ratios polyc/numpy and
-polyc/onnxruntime (below 1.0 means polyc is faster). It also checks polyc's
+polyc with tiling disabled, numpy and onnxruntime (each after warm-up), and the
+ratios polyc/numpy, polyc/onnxruntime and polyc/untiled (below 1.0 means polyc is
+faster). It also checks polyc's
 outputs against onnxruntime before timing. Results go to JSON
 (default benchmarks/results/latest.json).
 """
@@ -75,6 +76,8 @@ CASES = {
     "mlp": mlp_case,
     "matmul256": lambda: matmul_case(256, 256, 256),
     "matmul512": lambda: matmul_case(512, 512, 512),
+    "matmul1024": lambda: matmul_case(1024, 1024, 1024),
+    "matmul1000x1100x1200": lambda: matmul_case(1000, 1100, 1200),
 }
 
 
@@ -102,12 +105,15 @@ def run_case(name, model, inputs, numpy_fn, repeat, threads):
     got = compiled.run(inputs)
     for ref, out in zip(expected, got.values()):
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+    untiled = polyc.compile(model, tile=False)
     row = {"case": name, "compile_s": compile_s,
            "polyc_s": median_time(lambda: compiled.run(inputs), repeat),
+           "untiled_s": median_time(lambda: untiled.run(inputs), max(1, repeat // 4)),
            "onnxruntime_s": median_time(lambda: session.run(None, inputs), repeat)}
     row["numpy_s"] = median_time(numpy_fn, repeat) if numpy_fn else None
     row["polyc/onnxruntime"] = row["polyc_s"] / row["onnxruntime_s"]
     row["polyc/numpy"] = row["polyc_s"] / row["numpy_s"] if numpy_fn else None
+    row["polyc/untiled"] = row["polyc_s"] / row["untiled_s"]
     return row
 
 
@@ -124,14 +130,14 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rows = [run_case(*CASES[name](), args.repeat, args.threads)
             for name in args.cases.split(",")]
-    header = (f"{'case':<28}{'compile ms':>12}{'polyc ms':>11}{'numpy ms':>11}{'ort ms':>10}"
-              f"{'polyc/numpy':>13}{'polyc/ort':>11}")
+    header = (f"{'case':<28}{'compile ms':>12}{'polyc ms':>11}{'untiled ms':>12}{'numpy ms':>11}"
+              f"{'ort ms':>10}{'polyc/numpy':>13}{'polyc/ort':>11}{'polyc/untiled':>15}")
     print(header)
     for r in rows:
         ratio_np = "-" if r["polyc/numpy"] is None else f"{r['polyc/numpy']:.2f}"
         print(f"{r['case']:<28}{_fmt(r['compile_s']):>12}{_fmt(r['polyc_s']):>11}"
-              f"{_fmt(r['numpy_s']):>11}{_fmt(r['onnxruntime_s']):>10}{ratio_np:>13}"
-              f"{r['polyc/onnxruntime']:>11.2f}")
+              f"{_fmt(r['untiled_s']):>12}{_fmt(r['numpy_s']):>11}{_fmt(r['onnxruntime_s']):>10}"
+              f"{ratio_np:>13}{r['polyc/onnxruntime']:>11.2f}{r['polyc/untiled']:>15.2f}")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     meta = {"machine": platform.processor() or platform.machine(), "threads": args.threads,
             "repeat": args.repeat, "polyc": polyc.__version__}

@@ -55,6 +55,16 @@ def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
     return name, shape
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def add_compile_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("compilation (ONNX models only)")
     group.add_argument("--scheduler", metavar="NAME",
@@ -63,6 +73,11 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--fuse", choices=FUSE_POLICIES, metavar="POLICY",
                        help="fusion policy: smart (default), none or max; Pluto's names "
                        "smartfuse, nofuse and maxfuse are accepted too")
+    group.add_argument("--tile", action=argparse.BooleanOptionalAction, default=None,
+                       help="tile permutable loop bands (default: on; --no-tile keeps the "
+                       "scheduler's loops)")
+    group.add_argument("--tile-size", type=positive_int, metavar="N",
+                       help="tile size per loop (default: from the host's cache sizes)")
     group.add_argument("--shape", metavar="NAME=D0,D1,...", type=parse_shape, action="append",
                        default=[], help="fix the shape of input NAME (repeatable)")
 
@@ -141,7 +156,8 @@ def is_onnx(path: str) -> bool:
 def compile_options(args) -> dict:
     """The options given on the command line, so that the pipeline's defaults apply to the rest."""
     options = {"scheduler": args.scheduler, "fuse": args.fuse,
-               "shapes": dict(args.shape) or None, "check": getattr(args, "check", None)}
+               "shapes": dict(args.shape) or None, "check": getattr(args, "check", None),
+               "tile": args.tile, "tile_size": args.tile_size}
     return {key: value for key, value in options.items() if value is not None}
 
 

@@ -1,7 +1,8 @@
 """The compiler, stage by stage. This is the one place that decides stage order.
 
     ONNX model -> frontend (core ops) -> SCoP -> dependences -> fusion groups
-      -> schedule -> legality check -> tiling -> bind parameters -> isl AST
+      -> schedule -> legality check -> bind parameters -> tiling -> legality check
+      -> isl AST
       -> buffer plan -> LLVM IR -> native code (JIT in process, or an AOT shared library)
 
 A loop nest written in Python (:mod:`polyc.scop.nest`) enters at the SCoP:
@@ -38,6 +39,8 @@ class Options:
     fuse: str = "smart"
     check: bool = True  # run the legality checker on the schedule
     fast_math: bool = True  # float reassociation and FMA contraction allowed
+    tile: bool = True  # tile permutable bands (and order their loops for vectors)
+    tile_size: int | None = None  # per band member; None: from the host's caches
     shapes: Mapping[str, tuple[int, ...]] | None = None
     params: Mapping[str, int] | None = None  # parameter values (loop nests)
 
@@ -120,8 +123,11 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     scheduled = stages.run("schedule", schedule, scop, groups, scheduler=options.scheduler)
     if options.check:
         stages.run("legality", check_legality, scop, scheduled.schedule)
-    scheduled = stages.run("tiling", tile, scop, scheduled)
     scop = stages.run("parameters", bind_parameters, scop, options.params)
+    scheduled = stages.run("tiling", tile, scop, scheduled, enabled=options.tile,
+                           size=options.tile_size)
+    if options.check and options.tile:
+        stages.run("legality", check_legality, scop, scheduled.schedule)
     program = stages.run("ast", build_ast, scop, scheduled.schedule)
     plan = stages.run("buffers", plan_buffers, scop)
     llvm_ir = stages.run("llvm", emit_module, scop, program, plan, fast_math=options.fast_math)
@@ -132,20 +138,25 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
 
 def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
                   shapes: Mapping[str, tuple[int, ...]] | None = None,
-                  fast_math: bool = True) -> "CompiledModel":
+                  fast_math: bool = True, tile: bool = True,
+                  tile_size: int | None = None) -> "CompiledModel":
     """Compile ``model`` (path, bytes or ModelProto) to native code in this process.
-    ``fast_math=False`` keeps IEEE float order: no reassociation, no FMA contraction."""
-    options = Options(scheduler, fuse, check, fast_math, dict(shapes) if shapes else None)
+    ``fast_math=False`` keeps IEEE float order: no reassociation, no FMA contraction;
+    ``tile=False`` keeps the scheduler's loops untiled."""
+    options = Options(scheduler, fuse, check, fast_math, tile, tile_size,
+                      shapes=dict(shapes) if shapes else None)
     return _jit(lower(model, options))
 
 
 def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
                  scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
-                 fast_math: bool = True) -> "CompiledModel":
+                 fast_math: bool = True, tile: bool = True,
+                 tile_size: int | None = None) -> "CompiledModel":
     """Compile a SCoP (e.g. a :class:`polyc.scop.nest.LoopNest`'s) at the parameter
     values ``params``; its ``run`` returns every array's final value."""
     values = check_values(scop, params)  # before any work: name a missing value now
-    options = Options(scheduler, fuse, check, fast_math, None, values or None)
+    options = Options(scheduler, fuse, check, fast_math, tile, tile_size,
+                      params=values or None)
     return _jit(lower_scop(scop, options, _Stages()))
 
 

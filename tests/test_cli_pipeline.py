@@ -68,7 +68,8 @@ def test_compile_default_output_name(tmp_path):
 
 
 @pytest.mark.parametrize("options", [[], ["--fuse", "none"], ["--fuse", "max"],
-                                     ["--scheduler", "isl"]])
+                                     ["--scheduler", "isl"], ["--tile-size", "3"],
+                                     ["--no-tile"]])
 def test_run_onnx_directly(tmp_path, options):
     out = tmp_path / "out.npz"
     done = polyc("run", MLP, "--input", f"x={MLP_INPUT}", "-o", out, *options)
@@ -102,6 +103,11 @@ def test_inspect_onnx_prints_pluto_notation_and_loops(scheduler):
         schedules[policy] = schedule
     if scheduler == "pluto":  # the policies change Pluto's result
         assert schedules["nofuse"] != schedules["maxfuse"]
+
+
+def test_bad_tile_size_is_refused():
+    done = polyc("inspect", MLP, "--tile-size", "0")
+    assert done.returncode == 2 and "expected a positive integer, got '0'" in done.stderr
 
 
 def test_unknown_fusion_policy_is_refused():

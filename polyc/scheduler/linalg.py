@@ -41,3 +41,16 @@ def _echelon(matrix: list[list[Fraction]]) -> tuple[list[int], list[list[Fractio
         result.append(pivot)
         pivots.append(col)
     return pivots, result
+
+
+def left_solve(matrix: list[list[int]], vector: list[int]) -> list[Fraction] | None:
+    """``s`` with ``s . matrix = vector`` for a square invertible ``matrix``, else None."""
+    n = len(matrix)
+    if n == 0 or any(len(row) != n for row in matrix) or len(vector) != n:
+        return None
+    augmented = [[Fraction(matrix[r][c]) for r in range(n)] + [Fraction(vector[c])]
+                 for c in range(n)]  # the transpose, with the vector as last column
+    pivots, reduced = _echelon(augmented)
+    if pivots != list(range(n)):
+        return None
+    return [row[n] for row in reduced]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import islpy as isl
@@ -38,24 +39,26 @@ def _row_terms(relation: isl.Map) -> list[str]:
 
 def format_aff(aff: isl.Aff) -> str:
     """An affine (or quasi-affine) expression over named dims: ``2*t + i + 1``, ``i/32``."""
+    if aff.dim(isl.dim_type.div) > 0:
+        return _quasi_affine(aff)
     terms = []
     for k in range(aff.dim(isl.dim_type.in_)):
         coef = _frac(aff.get_coefficient_val(isl.dim_type.in_, k))
         terms.append((coef, aff.get_dim_name(isl.dim_type.in_, k) or f"i{k}"))
-    for k in range(aff.dim(isl.dim_type.div)):
-        coef = _frac(aff.get_coefficient_val(isl.dim_type.div, k))
-        terms.append((coef, _format_div(aff.get_div(k))))
     text = _join(terms, _frac(aff.get_constant_val()))
     denominator = _frac(aff.get_denominator_val())
     return text if denominator == 1 else f"({text})/{denominator}"
 
 
-def _format_div(div: isl.Aff) -> str:
-    """``floor(e/d)`` printed the Pluto way: ``e/d``."""
-    denominator = _frac(div.get_denominator_val())
-    inner = format_aff(div.scale_val(isl.Val.int_from_si(div.get_ctx(), int(denominator))))
-    simple = all(ch.isalnum() or ch == "_" for ch in inner)
-    return f"{inner}/{denominator}" if simple else f"({inner})/{denominator}"
+def _quasi_affine(aff: isl.Aff) -> str:
+    """isl's own text of the expression, with ``floor((i)/32)`` written ``i/32`` (integer
+    division, as Pluto prints tile loops)."""
+    text = str(aff)
+    body = text[text.index("[(") + 2:text.rindex(")]")]
+    return _FLOOR.sub(r"\1/\2", body)
+
+
+_FLOOR = re.compile(r"floor\(\((\w+)\)/(\d+)\)")
 
 
 def _join(terms, constant) -> str:

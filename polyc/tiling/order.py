@@ -1,0 +1,66 @@
+"""Intra-tile loop order: the band member along which most accesses are stride-1
+goes innermost, so LLVM vectorizes it (and members along which accesses jump by a
+whole row are kept outside).
+
+For a statement with band rows ``R`` (square, invertible) and an access whose element
+offset is ``a . i + c``, moving one step along band member ``k`` moves the access by
+``(a R^-1)_k`` elements. Each stride of +-1 scores 2, each larger stride -1, an
+invariant access 0; the best-scoring member (the current innermost on ties) moves
+innermost. Permuting the members of a permutable band is always legal.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from polyc.islutil import flat_offset, union_maps
+from polyc.scheduler.linalg import left_solve
+from polyc.scop.model import Scop
+
+
+def innermost_member(scop: Scop, band: isl.ScheduleNode) -> int:
+    n = band.band_n_member()
+    scores = [0] * n
+    for relation in union_maps(band.band_get_partial_schedule_union_map()
+                               .intersect_domain(band.get_domain())):
+        statement = scop.statement(relation.get_tuple_name(isl.dim_type.in_))
+        rows = _rows(relation)
+        if rows is None:
+            continue
+        for access in (statement.write,) + statement.reads:
+            coefs = _coefficients(flat_offset(access.relation, scop.array(access.array).shape))
+            strides = None if coefs is None else left_solve(rows, coefs)
+            for k, stride in enumerate(strides or ()):
+                scores[k] += 2 if abs(stride) == 1 else (-1 if stride else 0)
+    best = max(scores)
+    return n - 1 if scores[n - 1] == best else scores.index(best)
+
+
+def _rows(relation: isl.Map) -> list[list[int]] | None:
+    """The band rows of one statement as integer coefficient vectors, if affine."""
+    try:
+        multi = isl.PwMultiAff.from_map(relation)
+    except isl.Error:
+        return None
+    rows = []
+    for k in range(multi.dim(isl.dim_type.out)):
+        coefs = _coefficients(multi.get_at(k))
+        if coefs is None:
+            return None
+        rows.append(coefs)
+    return rows
+
+
+def _coefficients(function: isl.PwAff) -> list[int] | None:
+    """Iterator coefficients of a single-piece affine function without divs."""
+    if function.n_piece() != 1:
+        return None
+    pieces = function.get_pieces()
+    aff = pieces[0][1]
+    if aff.dim(isl.dim_type.div) > 0:
+        return None
+    values = [aff.get_coefficient_val(isl.dim_type.in_, d)
+              for d in range(aff.dim(isl.dim_type.in_))]
+    if any(not v.is_int() for v in values):
+        return None
+    return [v.to_python() for v in values]

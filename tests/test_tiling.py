@@ -1,0 +1,95 @@
+"""Tiling of permutable bands: results unchanged, legality kept, loops reordered for
+vectors, tile sizes from the cache model.
+
+Tiling only reorders instances along dependences that the band already respects, so
+without fast-math a tiled program must reproduce the untiled one bit for bit. Tile
+sizes 3 and 4 do not divide the kernels' extents: partial tiles everywhere.
+"""
+
+import numpy as np
+import pytest
+from test_models import MODELS
+
+import polyc
+from polyc.errors import PolycError
+from polyc.scheduler.notation import pluto_notation
+from polyc.scop.polybench import KERNELS
+from polyc.tiling.cache import Caches, host_caches, tile_size
+
+from onnx_helpers import ATOL, RTOL, random_inputs, run_onnxruntime
+
+
+@pytest.mark.parametrize("size", [3, 4])
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_tiled_kernel_equals_untiled_bit_for_bit(name, size):
+    kernel = KERNELS[name]
+    arrays = kernel.inputs(seed=21)
+    untiled = kernel.build().compile(params=kernel.params, tile=False, fast_math=False)
+    tiled = kernel.build().compile(params=kernel.params, tile_size=size, fast_math=False)
+    expected = untiled.run(arrays)  # both compiles ran the legality checker
+    for array, value in tiled.run(arrays).items():
+        np.testing.assert_array_equal(value, expected[array], err_msg=f"{name}: {array}")
+
+
+def test_matmul_is_tiled_with_j_innermost_in_the_tile():
+    kernel = KERNELS["matmul"]
+    compiled = kernel.build().compile(params={"M": 20, "N": 18, "K": 9}, tile_size=8)
+    decisions = compiled.schedule.decisions
+    assert "tiling: band of S2: tiles 8x8x8, members reordered (0, 2, 1)" in decisions
+    assert pluto_notation(compiled.schedule.schedule).splitlines()[1] == \
+        "T(S2): (1, i/8, k/8, j/8, (i) mod 8, (k) mod 8, (j) mod 8)"
+    a, b = np.ones((20, 9), np.float32), np.ones((9, 18), np.float32)
+    np.testing.assert_array_equal(compiled.run({"A": a, "B": b})["C"], a @ b)
+
+
+def test_skewed_stencil_band_is_tiled():
+    kernel = KERNELS["seidel2d"]
+    compiled = kernel.build().compile(params={"T": 5, "N": 14}, tile_size=4)
+    assert "tiling: band of S1: tiles 4x4x4" in compiled.schedule.decisions
+    arrays = kernel.inputs(seed=3, params={"T": 5, "N": 14})
+    expected = kernel.reference({"T": 5, "N": 14}, arrays)["A"]
+    np.testing.assert_allclose(compiled.run(arrays)["A"], expected, rtol=RTOL, atol=ATOL)
+
+
+def test_small_bands_are_one_tile_and_tiling_can_be_turned_off():
+    kernel = KERNELS["matmul"]
+    compiled = kernel.build().compile(params=kernel.params)  # 7 x 5 x 9: one tile
+    assert any(d.startswith("tiling: band of S2: one tile") for d in compiled.schedule.decisions)
+    off = kernel.build().compile(params=kernel.params, tile=False)
+    assert off.schedule.decisions[-1] == "tiling: off"
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_tiled_models_match_onnxruntime(name):
+    model = MODELS[name]()
+    inputs = random_inputs(model, seed=5)
+    expected = run_onnxruntime(model, inputs)
+    actual = polyc.compile(model, tile_size=3).run(inputs)
+    for key, value in expected.items():
+        np.testing.assert_allclose(actual[key], value, rtol=RTOL, atol=ATOL, err_msg=key)
+
+
+def test_bad_tile_size_is_refused():
+    kernel = KERNELS["matmul"]
+    for size in (0, -4, 2.5):
+        with pytest.raises(PolycError, match="tile_size must be a positive int"):
+            kernel.build().compile(params=kernel.params, tile_size=size)
+
+
+def test_cache_sizes_from_sysfs(tmp_path):
+    for k, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "32K"),
+                                             (2, "Unified", "2048K"), (3, "Unified", "64M")]):
+        index = tmp_path / f"index{k}"
+        index.mkdir()
+        (index / "level").write_text(f"{level}\n")
+        (index / "type").write_text(f"{kind}\n")
+        (index / "size").write_text(f"{size}\n")
+    assert host_caches(tmp_path) == Caches(48 * 1024, 2048 * 1024, 64 * 1024 ** 2)
+    assert host_caches(tmp_path / "missing") == Caches(32 * 1024, 1024 ** 2, 8 * 1024 ** 2)
+
+
+def test_tile_size_model():
+    l2_2m = Caches(48 * 1024, 2 * 1024 ** 2, 32 * 1024 ** 2)
+    assert tile_size(3, l2_2m) == 256  # sqrt(2 MiB / 2 / 4 B / 3) = 295 -> capped
+    assert tile_size(3, Caches(32 * 1024, 256 * 1024, 0)) == 96  # sqrt(10922) = 104 -> 96
+    assert tile_size(1000, l2_2m) == 16  # at least one vector
