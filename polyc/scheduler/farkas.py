@@ -139,8 +139,7 @@ def independence(layout: Layout, statement: str, complement: list[list[Fraction]
     result = isl.BasicSet.universe(space)
     total: dict[int, int] = {}
     for row in complement:
-        scale = lcm(*(f.denominator for f in row))
-        ints = [int(f * scale) for f in row]
+        ints = _integral(row)
         if all(v <= 0 for v in ints):
             ints = [-v for v in ints]
         coefs = {layout.coefficient(statement, d): v for d, v in enumerate(ints) if v}
@@ -157,13 +156,18 @@ def independence_any(layout: Layout, statement: str, complement: list[list[Fract
     space = layout.space(ctx)
     result = isl.Set.empty(space)
     for row in complement:
-        scale = lcm(*(f.denominator for f in row))
+        ints = _integral(row)
         for sign in (1, -1):
-            coefs = {layout.coefficient(statement, d): sign * int(f * scale)
-                     for d, f in enumerate(row) if f}
+            coefs = {layout.coefficient(statement, d): sign * v for d, v in enumerate(ints) if v}
             side = isl.BasicSet.universe(space).add_constraint(_inequality(space, coefs, -1))
             result = result.union(isl.Set.from_basic_set(side))
     return result
+
+
+def _integral(row: list[Fraction]) -> list[int]:
+    """The rational vector scaled to integers by the lcm of its denominators."""
+    scale = lcm(*(f.denominator for f in row))
+    return [int(f * scale) for f in row]
 
 
 def _inequality(space: isl.Space, coefs: dict[int, int], constant: int) -> isl.Constraint:

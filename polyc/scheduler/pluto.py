@@ -152,9 +152,8 @@ class _Pluto:
                      for part in self._unsatisfied_part(e, band)]
         if band:
             self.decisions.append(self._band_text(stmts, band, coincident))
-            below = self.schedule(stmts, remaining, rows) if not self._done(
-                stmts, remaining, rows) else self._leaf(stmts)
-            return band_schedule(self.scop, stmts, band, coincident, below)
+            return band_schedule(self.scop, stmts, band, coincident,
+                                 self._below(stmts, remaining, rows))
         if self._done(stmts, remaining, rows):
             return self._leaf(stmts)
         parts = self._stuck_parts(stmts, remaining, rows)
@@ -182,9 +181,13 @@ class _Pluto:
             rows[name].append(row[name])
         self.decisions.append(self._band_text(stmts, [row], [False]) + " (orders a cycle)")
         remaining = [part for e in edges for part in self._unsatisfied_part(e, [row])]
-        below = self._leaf(stmts) if self._done(stmts, remaining, rows) else \
-            self.schedule(stmts, remaining, rows)
-        return band_schedule(self.scop, stmts, [row], [False], below)
+        return band_schedule(self.scop, stmts, [row], [False],
+                             self._below(stmts, remaining, rows))
+
+    def _below(self, stmts, edges, rows) -> isl.Schedule:
+        """What goes under a band: the next levels, or a leaf when nothing is left."""
+        return self._leaf(stmts) if self._done(stmts, edges, rows) else \
+            self.schedule(stmts, edges, rows)
 
     def _done(self, stmts, edges, rows) -> bool:
         return not edges and all(self.full_rank(s, rows) for s in stmts)
@@ -308,17 +311,20 @@ class _Pluto:
         Later levels only need to respect these, as in isl's scheduler."""
         relation = isl.Map.from_basic_map(edge.relation)
         for row in band:
-            src = isl.Map.from_aff(row_aff(self.scop, edge.src, row[edge.src]))
-            dst = isl.Map.from_aff(row_aff(self.scop, edge.dst, row[edge.dst]))
+            src, dst = self._row_maps(edge, row)
             relation = relation.intersect(src.apply_range(dst.reverse()))
         if relation.is_equal(isl.Map.from_basic_map(edge.relation)):
             return [edge]
         return _edges(isl.UnionMap.from_map(relation))
 
+    def _row_maps(self, edge: Edge, row) -> tuple[isl.Map, isl.Map]:
+        """``row`` on the source and on the target statement of ``edge``, as maps."""
+        return (isl.Map.from_aff(row_aff(self.scop, edge.src, row[edge.src])),
+                isl.Map.from_aff(row_aff(self.scop, edge.dst, row[edge.dst])))
+
     def _distance(self, edge: Edge, row) -> str:
         """'zero', 'positive' (>= 1 everywhere) or 'other' along ``row``."""
-        src = isl.Map.from_aff(row_aff(self.scop, edge.src, row[edge.src]))
-        dst = isl.Map.from_aff(row_aff(self.scop, edge.dst, row[edge.dst]))
+        src, dst = self._row_maps(edge, row)
         deltas = isl.Map.from_basic_map(edge.relation).apply_domain(src).apply_range(dst).deltas()
         if deltas.is_subset(_half_line(deltas.get_space(), 0, equal=True)):
             return "zero"

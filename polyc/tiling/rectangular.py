@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import islpy as isl
 
-from polyc.islutil import union_maps
+from polyc.islutil import union_maps, union_sets
 from polyc.scop.model import Scop
 from polyc.tiling.cache import tile_size
 from polyc.tiling.order import innermost_member
@@ -53,9 +53,10 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | None, notes: list[
     if order != list(range(n)):
         band = _permute(band, order)
     extents = _extents(scop, band)
-    arrays = {a for s in _statements(band) for a in _arrays(scop, s)}
+    statements = [s.get_tuple_name() for s in union_sets(band.get_domain())]
+    arrays = {a for s in statements for a in _arrays(scop, s)}
     chosen = size or tile_size(len(arrays))
-    names = ", ".join(sorted(_statements(band)))
+    names = ", ".join(sorted(statements))
     permuted = "" if order == list(range(n)) else f", members reordered {tuple(order)}"
     if all(e is not None and e <= chosen for e in extents):
         notes.append(f"band of {names}: one tile (extents {extents}){permuted}")
@@ -98,16 +99,6 @@ def _span(times: isl.Set, k: int) -> int | None:
     if not (high.is_int() and low.is_int()):
         return None
     return high.to_python() - low.to_python() + 1
-
-
-def _statements(band: isl.ScheduleNode) -> list[str]:
-    return [s.get_tuple_name() for s in _sets(band.get_domain())]
-
-
-def _sets(domain: isl.UnionSet) -> list[isl.Set]:
-    result = []
-    domain.foreach_set(result.append)
-    return result
 
 
 def _arrays(scop: Scop, name: str) -> set[str]:
