@@ -65,6 +65,87 @@ def matmul_case(m, k, n):
     return f"matmul {m}x{k}x{n}", model, {"a": a, "b": b}, lambda: a @ b
 
 
+def batched_matmul_case(batch, m, k, n):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((batch, m, k), dtype=np.float32)
+    b = rng.standard_normal((batch, k, n), dtype=np.float32)
+    model = _model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+                   [_vi("a", a.shape), _vi("b", b.shape)], [_vi("y", (batch, m, n))])
+    return f"batched matmul {batch}x{m}x{k}x{n}", model, {"a": a, "b": b}, lambda: a @ b
+
+
+def matmul_add_relu_case(size):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((size, size), dtype=np.float32)
+    w = rng.standard_normal((size, size), dtype=np.float32)
+    bias = rng.standard_normal((size,), dtype=np.float32)
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["t"]),
+             helper.make_node("Add", ["t", "bias"], ["u"]),
+             helper.make_node("Relu", ["u"], ["y"])]
+    inits = [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(bias, "bias")]
+    model = _model(nodes, [_vi("a", a.shape)], [_vi("y", (size, size))], inits)
+    return (f"matmul+add+relu {size}^3", model, {"a": a},
+            lambda: np.maximum(a @ w + bias, 0))
+
+
+def mlp2_case(batch, width=512, hidden=1024, classes=256):
+    """Two dense layers (Gemm + Relu, Gemm) with constant weights."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, width), dtype=np.float32)
+    w1 = rng.standard_normal((width, hidden), dtype=np.float32) * 0.05
+    b1 = rng.standard_normal((hidden,), dtype=np.float32)
+    w2 = rng.standard_normal((hidden, classes), dtype=np.float32) * 0.05
+    b2 = rng.standard_normal((classes,), dtype=np.float32)
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]),
+             helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Gemm", ["r", "w2", "b2"], ["y"])]
+    inits = [onnx.numpy_helper.from_array(v, n) for n, v in
+             [("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2)]]
+    model = _model(nodes, [_vi("x", x.shape)], [_vi("y", (batch, classes))], inits)
+    return (f"2-layer mlp batch {batch}", model, {"x": x},
+            lambda: np.maximum(x @ w1 + b1, 0) @ w2 + b2)
+
+
+def elementwise_case(n=4 * 1024 * 1024):
+    """Five elementwise ops in a chain: ((x * y + x) - y) -> relu -> tanh."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n,), dtype=np.float32)
+    y = rng.standard_normal((n,), dtype=np.float32)
+    nodes = [helper.make_node("Mul", ["x", "y"], ["t0"]),
+             helper.make_node("Add", ["t0", "x"], ["t1"]),
+             helper.make_node("Sub", ["t1", "y"], ["t2"]),
+             helper.make_node("Relu", ["t2"], ["t3"]),
+             helper.make_node("Tanh", ["t3"], ["z"])]
+    model = _model(nodes, [_vi("x", x.shape), _vi("y", y.shape)], [_vi("z", x.shape)])
+    return ("elementwise chain 5 ops 4M", model, {"x": x, "y": y},
+            lambda: np.tanh(np.maximum(x * y + x - y, 0)))
+
+
+def softmax_case(size=1024):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((size, size), dtype=np.float32)
+
+    def reference():
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    model = _model([helper.make_node("Softmax", ["x"], ["y"], axis=1)],
+                   [_vi("x", x.shape)], [_vi("y", x.shape)])
+    return f"softmax {size}x{size}", model, {"x": x}, reference
+
+
+def reduce_case(size=1024):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((size, size), dtype=np.float32)
+    nodes = [helper.make_node("ReduceSum", ["x", "axes0"], ["s0"], keepdims=0),
+             helper.make_node("ReduceMax", ["x"], ["m1"], axes=[1], keepdims=0)]
+    inits = [onnx.numpy_helper.from_array(np.array([0], np.int64), "axes0")]
+    model = _model(nodes, [_vi("x", x.shape)], [_vi("s0", (size,)), _vi("m1", (size,))],
+                   inits)
+    return (f"reducesum+reducemax {size}x{size}", model, {"x": x},
+            lambda: (x.sum(axis=0), x.max(axis=1)))
+
+
 def mlp_case():
     """The bundled example; its numpy column is left empty (onnxruntime is the reference)."""
     model = onnx.load(str(HERE.parent / "examples" / "mlp.onnx"))
@@ -78,6 +159,13 @@ CASES = {
     "matmul512": lambda: matmul_case(512, 512, 512),
     "matmul1024": lambda: matmul_case(1024, 1024, 1024),
     "matmul1000x1100x1200": lambda: matmul_case(1000, 1100, 1200),
+    "batched": lambda: batched_matmul_case(8, 128, 64, 128),
+    "matmul_add_relu": lambda: matmul_add_relu_case(1024),
+    "mlp2_b1": lambda: mlp2_case(1),
+    "mlp2_b64": lambda: mlp2_case(64),
+    "elementwise": elementwise_case,
+    "softmax": softmax_case,
+    "reduce": reduce_case,
 }
 
 

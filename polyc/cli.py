@@ -65,6 +65,13 @@ def positive_int(text: str) -> int:
     return value
 
 
+def parse_blocking(text: str) -> tuple[int, ...]:
+    parts = text.split(",")
+    if len(parts) != 5:
+        raise argparse.ArgumentTypeError(f"expected MR,NR,MC,NC,KC (five integers), got {text!r}")
+    return tuple(positive_int(part) for part in parts)
+
+
 def add_compile_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("compilation (ONNX models only)")
     group.add_argument("--scheduler", metavar="NAME",
@@ -78,6 +85,10 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
                        "scheduler's loops)")
     group.add_argument("--tile-size", type=positive_int, metavar="N",
                        help="tile size per loop (default: from the host's cache sizes)")
+    group.add_argument("--blocking", type=parse_blocking, metavar="MR,NR,MC,NC,KC",
+                       help="register tile MR x NR and cache blocks MC x NC x KC of every "
+                       "contraction (MatMul, Gemm); NR a multiple of 16 (default: from "
+                       "the shape and the host's cache sizes)")
     group.add_argument("--shape", metavar="NAME=D0,D1,...", type=parse_shape, action="append",
                        default=[], help="fix the shape of input NAME (repeatable)")
 
@@ -157,7 +168,7 @@ def compile_options(args) -> dict:
     """The options given on the command line, so that the pipeline's defaults apply to the rest."""
     options = {"scheduler": args.scheduler, "fuse": args.fuse,
                "shapes": dict(args.shape) or None, "check": getattr(args, "check", None),
-               "tile": args.tile, "tile_size": args.tile_size}
+               "tile": args.tile, "tile_size": args.tile_size, "blocking": args.blocking}
     return {key: value for key, value in options.items() if value is not None}
 
 

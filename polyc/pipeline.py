@@ -29,6 +29,7 @@ from polyc.scop.dependences import compute_dependences
 from polyc.scop.model import Scop
 from polyc.scop.params import bind_parameters, check_values
 from polyc.tiling import tile
+from polyc.tiling.microkernel import Blocking, as_blocking
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Options:
     fast_math: bool = True  # float reassociation and FMA contraction allowed
     tile: bool = True  # tile permutable bands (and order their loops for vectors)
     tile_size: int | None = None  # per band member; None: from the host's caches
+    blocking: Blocking | None = None  # contraction sizes; None: from the shape and caches
     shapes: Mapping[str, tuple[int, ...]] | None = None
     params: Mapping[str, int] | None = None  # parameter values (loop nests)
 
@@ -124,8 +126,8 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     if options.check:
         stages.run("legality", check_legality, scop, scheduled.schedule)
     scop = stages.run("parameters", bind_parameters, scop, options.params)
-    scheduled = stages.run("tiling", tile, scop, scheduled, enabled=options.tile,
-                           size=options.tile_size)
+    scop, scheduled = stages.run("tiling", tile, scop, scheduled, enabled=options.tile,
+                                 size=options.tile_size, blocking=options.blocking)
     if options.check and options.tile:
         stages.run("legality", check_legality, scop, scheduled.schedule)
     program = stages.run("ast", build_ast, scop, scheduled.schedule)
@@ -139,11 +141,13 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
 def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
                   shapes: Mapping[str, tuple[int, ...]] | None = None,
                   fast_math: bool = True, tile: bool = True,
-                  tile_size: int | None = None) -> "CompiledModel":
+                  tile_size: int | None = None, blocking=None) -> "CompiledModel":
     """Compile ``model`` (path, bytes or ModelProto) to native code in this process.
     ``fast_math=False`` keeps IEEE float order: no reassociation, no FMA contraction;
-    ``tile=False`` keeps the scheduler's loops untiled."""
-    options = Options(scheduler, fuse, check, fast_math, tile, tile_size,
+    ``tile=False`` keeps the scheduler's loops untiled; ``blocking`` (a
+    :class:`~polyc.tiling.microkernel.Blocking` or ``(mr, nr, mc, nc, kc)``) fixes the
+    register tile and cache blocks of every contraction."""
+    options = Options(scheduler, fuse, check, fast_math, tile, tile_size, as_blocking(blocking),
                       shapes=dict(shapes) if shapes else None)
     return _jit(lower(model, options))
 
@@ -151,11 +155,11 @@ def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check
 def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
                  scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
                  fast_math: bool = True, tile: bool = True,
-                 tile_size: int | None = None) -> "CompiledModel":
+                 tile_size: int | None = None, blocking=None) -> "CompiledModel":
     """Compile a SCoP (e.g. a :class:`polyc.scop.nest.LoopNest`'s) at the parameter
     values ``params``; its ``run`` returns every array's final value."""
     values = check_values(scop, params)  # before any work: name a missing value now
-    options = Options(scheduler, fuse, check, fast_math, tile, tile_size,
+    options = Options(scheduler, fuse, check, fast_math, tile, tile_size, as_blocking(blocking),
                       params=values or None)
     return _jit(lower_scop(scop, options, _Stages()))
 

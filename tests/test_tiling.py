@@ -93,3 +93,20 @@ def test_tile_size_model():
     assert tile_size(3, l2_2m) == 256  # sqrt(2 MiB / 2 / 4 B / 3) = 295 -> capped
     assert tile_size(3, Caches(32 * 1024, 256 * 1024, 0)) == 96  # sqrt(10922) = 104 -> 96
     assert tile_size(1000, l2_2m) == 16  # at least one vector
+
+
+def test_a_loop_of_one_iteration_does_not_hide_the_stride_1_loop():
+    """Batch 1: isl simplifies the row of the single-iteration loop to 0; the columns
+    of the product must still go innermost (not the reduction)."""
+    from onnx import helper
+
+    from onnx_helpers import make_model
+
+    model = make_model([helper.make_node("MatMul", ["x", "w"], ["y"])],
+                       [("x", [1, 300]), ("w", [300, 200])], ["y"])
+    compiled = polyc.compile(model, tile_size=64)
+    assert ("tiling: band of S1_matmul_update: tiles 64x64x64, members reordered (0, 2, 1)"
+            in compiled.schedule.decisions)
+    inputs = random_inputs(model, seed=8)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=1e-5)

@@ -84,25 +84,32 @@ def _flagged(instr):
     return instr
 
 
-def _intrinsic(module: ir.Module, name: str, arity: int) -> ir.Function:
-    fnty = ir.FunctionType(F32, [F32] * arity)
-    return module.declare_intrinsic(f"{name}.f32", fnty=fnty)
+def fconst(typ: ir.Type, value: float) -> ir.Constant:
+    """``value`` as a float32 constant of ``typ`` (a scalar or every lane of a vector)."""
+    if isinstance(typ, ir.VectorType):
+        return ir.Constant(typ, [value] * typ.count)
+    return ir.Constant(typ, value)
+
+
+def _intrinsic(module: ir.Module, name: str, typ: ir.Type, arity: int) -> ir.Function:
+    suffix = f"v{typ.count}f32" if isinstance(typ, ir.VectorType) else "f32"
+    return module.declare_intrinsic(f"{name}.{suffix}", fnty=ir.FunctionType(typ, [typ] * arity))
 
 
 def _call_intrinsic(name: str):
     def emit(b: ir.IRBuilder, *args):
-        return b.call(_intrinsic(b.module, name, len(args)), args)
+        return b.call(_intrinsic(b.module, name, args[0].type, len(args)), args)
     return emit
 
 
 def _sigmoid(b: ir.IRBuilder, x):
-    one = ir.Constant(F32, 1.0)
+    one = fconst(x.type, 1.0)
     e = _call_intrinsic("llvm.exp")(b, b.fneg(x))
     return b.fdiv(one, _flagged(b.fadd(one, e)))
 
 
 def _relu(b: ir.IRBuilder, x):
-    return _call_intrinsic("llvm.maxnum")(b, x, ir.Constant(F32, 0.0))
+    return _call_intrinsic("llvm.maxnum")(b, x, fconst(x.type, 0.0))
 
 
 FLOAT_FUNCTIONS = {

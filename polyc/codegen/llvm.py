@@ -13,8 +13,9 @@ import islpy as isl
 import numpy as np
 from llvmlite import ir
 
+from polyc.codegen import vector
 from polyc.codegen.ast import LoopProgram
-from polyc.codegen.exprs import F32, FAST, FLOAT_FUNCTIONS, I64, int_expr
+from polyc.codegen.exprs import F32, FAST, FLOAT_FUNCTIONS, I64, fconst, int_expr
 from polyc.codegen.layout import ALIGN, BufferPlan
 from polyc.errors import CodegenError
 from polyc.frontend.core import Call, Const
@@ -95,6 +96,7 @@ class _LoopEmitter:
         self.iterators: dict[str, ir.AllocaInstr] = {}
         self.entry_builder = ir.IRBuilder(self.entry)
         self._entry_jump = self.entry_builder.branch(self.builder.block)
+        self.vector = False  # inside a vector mark
 
     def node(self, node: isl.AstNode) -> None:
         kinds = isl.ast_node_type
@@ -120,6 +122,10 @@ class _LoopEmitter:
         return self.iterators[name]
 
     def for_(self, node: isl.AstNode) -> None:
+        lanes = vector.lanes(node, self._offsets) if self.vector else None
+        if lanes is not None:
+            self.vector_user(lanes)
+            return
         b = self.builder
         slot = self._iterator_slot(node.for_get_iterator().id_get_id().get_name())
         b.store(self.int_value(node.for_get_init()), slot)
@@ -155,26 +161,62 @@ class _LoopEmitter:
             self.node(children.get_at(k))
 
     def mark(self, node: isl.AstNode) -> None:
+        outer = self.vector
+        self.vector = outer or node.mark_get_id().get_name() == vector.MARK
         self.node(node.mark_get_node())
+        self.vector = outer
+
+    def _offsets(self, user: isl.AstNode) -> list[isl.AstExpr]:
+        instance = self.program.instance(user)
+        return [instance.write, *instance.reads]
+
+    def vector_user(self, lanes: vector.Lanes) -> None:
+        """One vector instance of a statement for the lanes ``init..bound``."""
+        b = self.builder
+        slot = self._iterator_slot(lanes.iterator)
+        init = self.int_value(lanes.init)
+        b.store(init, slot)  # the offsets, evaluated at the first lane
+        if lanes.full:
+            self._vector_body(lanes, None)
+            return
+        bound = self.int_value(lanes.bound)
+        with b.if_then(b.icmp_signed("<=", init, bound)):
+            self._vector_body(lanes, vector.lane_mask(b, init, bound))
+
+    def _vector_body(self, lanes: vector.Lanes, mask) -> None:
+        b = self.builder
+        instance = self.program.instance(lanes.user)
+        statement = instance.statement
+
+        def load(k: int) -> ir.Value:
+            address = self._address(statement.reads[k].array, instance.reads[k])
+            if lanes.strides[1 + k]:
+                return vector.load(b, address, mask)
+            return vector.splat(b, b.load(address, typ=F32, align=4))
+
+        value = self._body(statement.body, load, vector.VEC)
+        vector.store(b, value, self._address(statement.write.array, instance.write), mask)
 
     def user(self, node: isl.AstNode) -> None:
         instance = self.program.instance(node)
         statement = instance.statement
         addresses = [self._address(a.array, off) for a, off in
                      zip(statement.reads, instance.reads)]
-        value = self._body(statement.body, addresses)
+        value = self._body(statement.body,
+                           lambda k: self.builder.load(addresses[k], typ=F32, align=4), F32)
         self.builder.store(value, self._address(statement.write.array, instance.write), align=4)
 
     def _address(self, array: str, offset: isl.AstExpr) -> ir.Value:
         return self.builder.gep(self.pointers[array], [self.int_value(offset)], inbounds=True,
                                 source_etype=F32)
 
-    def _body(self, expr, addresses: list) -> ir.Value:
+    def _body(self, expr, load, typ: ir.Type) -> ir.Value:
+        """The statement's value; ``load(k)`` gives the value of read ``k``."""
         if isinstance(expr, Load):
-            return self.builder.load(addresses[expr.k], typ=F32, align=4)
+            return load(expr.k)
         if isinstance(expr, Const):
-            return ir.Constant(F32, float(expr.value))
+            return fconst(typ, float(expr.value))
         if isinstance(expr, Call):
-            args = [self._body(arg, addresses) for arg in expr.args]
+            args = [self._body(arg, load, typ) for arg in expr.args]
             return FLOAT_FUNCTIONS[expr.fn](self.builder, *args)
         raise TypeError(f"not a statement body: {expr!r}")

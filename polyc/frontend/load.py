@@ -165,11 +165,22 @@ def _override_shapes(proto: onnx.ModelProto, shapes: Mapping[str, Sequence[int]]
 
 
 def _infer_shapes(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
+    """Shapes of every value; onnx's data propagation (shape computations such as
+    Shape -> Gather -> Reshape) runs only when plain inference leaves a shape unknown:
+    it costs seconds on large 1-D tensors (5 s for a chain of ops on 4M floats)."""
     try:
+        inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=True)
+        if all(_static(v) for v in list(inferred.graph.value_info) + list(inferred.graph.output)):
+            return inferred
         return onnx.shape_inference.infer_shapes(proto, strict_mode=True, data_prop=True)
     except (onnx.shape_inference.InferenceError, RuntimeError) as e:
         message = " ".join(str(e).split())
         raise ShapeError(f"shape inference failed for {source}: {message}") from None
+
+
+def _static(value: onnx.ValueInfoProto) -> bool:
+    tensor = value.type.tensor_type
+    return tensor.HasField("shape") and all(d.HasField("dim_value") for d in tensor.shape.dim)
 
 
 def dtype_name(elem_type: int) -> str:

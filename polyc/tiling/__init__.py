@@ -1,28 +1,107 @@
 """Tiling: the schedule tree of the scheduler, rewritten for locality and vectors.
 
-Today: rectangular tiling of permutable bands with a cache-derived tile size, and the
-intra-tile order chosen for stride-1 innermost access (:mod:`polyc.tiling.rectangular`).
+1. Contractions (:mod:`polyc.tiling.contraction`) get the BLIS-like recipe: their
+   ``b`` operand is packed into panels by a new copy statement
+   (:mod:`polyc.tiling.packing`) and their band is replaced by cache blocks around a
+   register tile of vector accumulators (:mod:`polyc.tiling.microkernel`).
+2. Every other permutable band is tiled rectangularly, with the intra-tile order
+   chosen for stride-1 innermost access (:mod:`polyc.tiling.rectangular`).
+
+Packing adds statements and an array, so tiling returns a new SCoP (with its
+dependences recomputed) along with the new schedule.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+import islpy as isl
+
 from polyc.errors import PolycError
+from polyc.islutil import union_sets
 from polyc.scheduler.base import ScheduleResult
 from polyc.scop.model import Scop
+from polyc.tiling.cache import host_caches
+from polyc.tiling.contraction import Contraction, match_contraction
+from polyc.tiling.microkernel import (
+    Blocking,
+    choose_blocking,
+    isolate_full_tiles,
+    recipe_schedule,
+)
+from polyc.tiling.packing import pack, packable, with_dependences
+from polyc.tiling.rebuild import rebuild
 from polyc.tiling.rectangular import tile_bands
 
 
 def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
-         size: int | None = None) -> ScheduleResult:
-    """``result`` with its permutable bands tiled (``size`` per member, or from the
-    host's cache sizes); ``enabled=False`` keeps the schedule as the scheduler left it."""
+         size: int | None = None, blocking: Blocking | None = None
+         ) -> tuple[Scop, ScheduleResult]:
+    """``(scop, result)`` with contractions packed and register-tiled and the other
+    permutable bands tiled (``size`` per member, or from the host's cache sizes);
+    ``blocking`` fixes the contraction sizes; ``enabled=False`` keeps everything as is."""
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
         raise PolycError(f"tile_size must be a positive int, got {size!r}")
     if not enabled:
-        return dataclasses.replace(result, decisions=result.decisions + ("tiling: off",))
-    schedule, notes = tile_bands(scop, result.schedule, size)
+        return scop, dataclasses.replace(result, decisions=result.decisions + ("tiling: off",))
+    contractions = _contractions(scop, result.schedule, blocking)
+    skip = {c.statement.name for c, _ in contractions}
+    schedule, notes = tile_bands(scop, result.schedule, size, skip=skip)
+    if contractions:
+        scop, schedule, recipe_notes = _apply_recipe(scop, schedule, contractions)
+        notes = recipe_notes + notes
     notes = notes or ["no permutable band of two or more loops"]
-    return dataclasses.replace(result, schedule=schedule,
-                               decisions=result.decisions + tuple(f"tiling: {n}" for n in notes))
+    return scop, dataclasses.replace(result, schedule=schedule, decisions=result.decisions
+                                     + tuple(f"tiling: {n}" for n in notes))
+
+
+def _contractions(scop: Scop, schedule: isl.Schedule, blocking: Blocking | None
+                  ) -> list[tuple[Contraction, Blocking]]:
+    """The bands that get the recipe: contractions with a full register tile at least."""
+    found: list[tuple[Contraction, Blocking]] = []
+
+    def visit(node: isl.ScheduleNode) -> bool:
+        if node.get_type() == isl.schedule_node_type.band:
+            c = match_contraction(scop, node)
+            if c is not None and packable(scop, c):
+                block = blocking or choose_blocking(c, host_caches())
+                if c.extent("i") >= block.mr and c.extent("j") >= block.nr:
+                    found.append((c, block))
+        return True
+
+    schedule.get_root().foreach_descendant_top_down(visit)
+    return found
+
+
+def _apply_recipe(scop: Scop, schedule: isl.Schedule,
+                  contractions: list[tuple[Contraction, Blocking]]):
+    packs = {}
+    for c, block in contractions:
+        scop, packed = pack(scop, c, block.nr)
+        packs[c.statement.name] = (packed, block)
+    scop = with_dependences(scop)
+
+    def replace(band: isl.ScheduleNode):
+        names = {s.get_tuple_name() for s in union_sets(band.get_domain())}
+        if len(names) == 1 and names <= packs.keys():
+            return recipe_schedule(*packs[names.pop()])
+        return None
+
+    copies = {packed.copy.name: packed for packed, _ in packs.values()}
+
+    def extend(row: isl.UnionPwAff, added: isl.UnionSet) -> isl.UnionPwAff:
+        for part in union_sets(added):
+            packed = copies[part.get_tuple_name()]
+            to_statement = isl.PwMultiAff.from_map(packed.to_statement)
+            source = row.extract_pw_aff(packed.contraction.statement.domain.get_space())
+            row = row.union_add(isl.UnionPwAff.from_pw_aff(
+                source.pullback_pw_multi_aff(to_statement)))
+        return row
+
+    schedule = rebuild(schedule, replace, extend)
+    tiles = {name: (packed.contraction, block) for name, (packed, block) in packs.items()}
+    schedule = isolate_full_tiles(schedule, tiles)
+    notes = [f"contraction {name}: {packed.source} packed into {packed.array} by "
+             f"{packed.copy.name}, {block}"
+             for name, (packed, block) in packs.items()]
+    return scop, schedule, notes

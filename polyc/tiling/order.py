@@ -24,19 +24,43 @@ def innermost_member(scop: Scop, band: isl.ScheduleNode) -> int:
     for relation in union_maps(band.band_get_partial_schedule_union_map()
                                .intersect_domain(band.get_domain())):
         statement = scop.statement(relation.get_tuple_name(isl.dim_type.in_))
-        rows = _rows(relation)
+        rows = band_rows(relation)
         if rows is None:
             continue
+        moving = _moving_dims(statement.domain, scop)
         for access in (statement.write,) + statement.reads:
-            coefs = _coefficients(flat_offset(access.relation, scop.array(access.array).shape))
-            strides = None if coefs is None else left_solve(rows, coefs)
+            coefs = coefficients(flat_offset(access.relation, scop.array(access.array).shape))
+            strides = None if coefs is None else _strides(rows, coefs, moving)
             for k, stride in enumerate(strides or ()):
                 scores[k] += 2 if abs(stride) == 1 else (-1 if stride else 0)
     best = max(scores)
     return n - 1 if scores[n - 1] == best else scores.index(best)
 
 
-def _rows(relation: isl.Map) -> list[list[int]] | None:
+def _moving_dims(domain: isl.Set, scop: Scop) -> list[int]:
+    """The loops of a statement with more than one iteration."""
+    if scop.context is not None:
+        domain = domain.intersect_params(scop.context)
+    return [d for d in range(domain.dim(isl.dim_type.set))
+            if not domain.dim_min_val(d).eq(domain.dim_max_val(d))]
+
+
+def _strides(rows: list[list[int]], coefs: list[int], moving: list[int]) -> list[int] | None:
+    """Strides along the band members. A loop of one iteration is left out first: isl
+    simplifies its row to zeros, which would make ``rows`` singular; a member whose
+    row is zero moves nothing."""
+    live = [k for k, row in enumerate(rows) if any(row[d] for d in moving)]
+    reduced = [[rows[k][d] for d in moving] for k in live]
+    solved = left_solve(reduced, [coefs[d] for d in moving]) if len(live) == len(moving) else None
+    if solved is None:
+        return None
+    strides = [0] * len(rows)
+    for k, stride in zip(live, solved):
+        strides[k] = stride
+    return strides
+
+
+def band_rows(relation: isl.Map) -> list[list[int]] | None:
     """The band rows of one statement as integer coefficient vectors, if affine."""
     try:
         multi = isl.PwMultiAff.from_map(relation)
@@ -44,14 +68,14 @@ def _rows(relation: isl.Map) -> list[list[int]] | None:
         return None
     rows = []
     for k in range(multi.dim(isl.dim_type.out)):
-        coefs = _coefficients(multi.get_at(k))
+        coefs = coefficients(multi.get_at(k))
         if coefs is None:
             return None
         rows.append(coefs)
     return rows
 
 
-def _coefficients(function: isl.PwAff) -> list[int] | None:
+def coefficients(function: isl.PwAff) -> list[int] | None:
     """Iterator coefficients of a single-piece affine function without divs."""
     if function.n_piece() != 1:
         return None

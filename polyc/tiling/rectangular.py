@@ -18,15 +18,16 @@ from polyc.tiling.cache import tile_size
 from polyc.tiling.order import innermost_member
 
 
-def tile_bands(scop: Scop, schedule: isl.Schedule, size: int | None) -> tuple[isl.Schedule,
-                                                                               list[str]]:
-    """The schedule with every permutable band reordered and tiled, and what was done."""
+def tile_bands(scop: Scop, schedule: isl.Schedule, size: int | None,
+               skip: set[str] = frozenset()) -> tuple[isl.Schedule, list[str]]:
+    """The schedule with every permutable band reordered and tiled, and what was done;
+    bands of the statements in ``skip`` alone are left as they are."""
     notes: list[str] = []
     failures: list[BaseException] = []
 
     def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
         try:
-            if _tileable(node):
+            if _tileable(node) and not _only(node, skip):
                 return _tile_one(scop, node, size, notes)
         except BaseException as err:  # isl swallows callback exceptions: keep them
             failures.append(err)
@@ -39,6 +40,10 @@ def tile_bands(scop: Scop, schedule: isl.Schedule, size: int | None) -> tuple[is
     if failures:
         raise failures[0]
     return result, notes
+
+
+def _only(node: isl.ScheduleNode, names: set[str]) -> bool:
+    return {s.get_tuple_name() for s in union_sets(node.get_domain())} <= names
 
 
 def _tileable(node: isl.ScheduleNode) -> bool:

@@ -1,0 +1,153 @@
+"""Vector lanes: a loop under a ``vector`` mark becomes one 16-wide vector statement.
+
+The tiling stage puts the mark above a band of one parallel member whose points lie in
+one aligned chunk of :data:`LANES` iterations (``j`` with ``floor(j/16)`` fixed
+outside). Here each such loop ``for (c = init; c <= bound; c++) S(..)`` is emitted as
+one vector instance of ``S``: every access offset must be linear in ``c`` with stride
+1 (a vector load or store) or 0 (a scalar load broadcast to every lane). A loop with
+exactly 16 iterations uses plain vector memory operations; a shorter one (a partial
+tile) masks the lanes past ``bound``. Anything else (another stride, a loop body that
+is not a single statement) is left to the scalar emitter, so the mark is only a hint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+from llvmlite import ir
+
+from polyc.codegen.exprs import F32, I1, I64
+
+LANES = 16
+MARK = "vector"
+VEC = ir.VectorType(F32, LANES)
+MASK = ir.VectorType(I1, LANES)
+I32 = ir.IntType(32)
+op = isl.ast_expr_op_type
+
+Linear = dict[str, int]  # iterator name -> coefficient; "" -> the constant
+
+
+def linear(expr: isl.AstExpr) -> Linear | None:
+    """``expr`` as a linear form of the AST's ids, or None (div, min, select...)."""
+    kind = expr.get_type()
+    if kind == isl.ast_expr_type.int:
+        return {"": expr.int_get_val().to_python()}
+    if kind == isl.ast_expr_type.id:
+        return {expr.id_get_id().get_name(): 1}
+    kind = expr.op_get_type()
+    args = [linear(expr.op_get_arg(k)) for k in range(expr.op_get_n_arg())]
+    if any(a is None for a in args):
+        return None
+    if kind == op.add:
+        return _combine(args[0], args[1], 1)
+    if kind == op.sub:
+        return _combine(args[0], args[1], -1)
+    if kind == op.minus:
+        return _scale(args[0], -1)
+    if kind == op.mul:
+        for const, other in (args, args[::-1]):
+            if set(const) <= {""}:
+                return _scale(other, const.get("", 0))
+    return None
+
+
+def _combine(x: Linear, y: Linear, sign: int) -> Linear:
+    result = dict(x)
+    for name, coef in y.items():
+        result[name] = result.get(name, 0) + sign * coef
+    return {name: coef for name, coef in result.items() if coef}
+
+
+def _scale(x: Linear, factor: int) -> Linear:
+    return {name: coef * factor for name, coef in x.items() if coef * factor}
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """A loop that can run as one vector statement."""
+
+    iterator: str
+    init: isl.AstExpr
+    bound: isl.AstExpr  # inclusive upper bound of the iterator
+    full: bool  # exactly LANES iterations: no mask
+    user: isl.AstNode
+    strides: tuple[int, ...]  # per access of the statement (write first), 0 or 1
+
+
+def lanes(node: isl.AstNode, offsets) -> Lanes | None:
+    """The vector form of the ``for`` node ``node``, or None. ``offsets(user)`` gives the
+    access offset expressions (write first) of a user node."""
+    if node.get_type() != isl.ast_node_type.for_:
+        return None
+    body = node.for_get_body()
+    if body.get_type() != isl.ast_node_type.user:
+        return None
+    iterator = node.for_get_iterator().id_get_id().get_name()
+    inc, cond = linear(node.for_get_inc()), node.for_get_cond()
+    if inc != {"": 1} or cond.get_type() != isl.ast_expr_type.op:
+        return None
+    if cond.op_get_type() not in (op.le, op.lt) or linear(cond.op_get_arg(0)) != {iterator: 1}:
+        return None
+    bound = cond.op_get_arg(1)
+    if cond.op_get_type() == op.lt:
+        bound = bound.sub(isl.AstExpr.from_val(isl.Val.one(bound.get_ctx())))
+    init = node.for_get_init()
+    span = _difference(bound, init)
+    if span is not None and not 0 <= span < LANES:
+        return None
+    strides = []
+    for offset in offsets(body):
+        form = linear(offset)
+        stride = None if form is None else form.get(iterator, 0)
+        if stride not in (0, 1):
+            return None
+        strides.append(stride)
+    if strides[0] != 1:  # a write to one element from every lane: a reduction
+        return None
+    return Lanes(iterator, init, bound, span == LANES - 1, body, tuple(strides))
+
+
+def _difference(x: isl.AstExpr, y: isl.AstExpr) -> int | None:
+    """``x - y`` when it is a constant."""
+    fx, fy = linear(x), linear(y)
+    if fx is None or fy is None:
+        return None
+    difference = _combine(fx, fy, -1)
+    return difference.get("", 0) if set(difference) <= {""} else None
+
+
+def splat(b: ir.IRBuilder, scalar: ir.Value) -> ir.Value:
+    """``scalar`` in every lane."""
+    first = b.insert_element(ir.Constant(VEC, ir.Undefined), scalar, ir.Constant(I32, 0))
+    return b.shuffle_vector(first, ir.Constant(VEC, ir.Undefined),
+                            ir.Constant(ir.VectorType(I32, LANES), [0] * LANES))
+
+
+def lane_mask(b: ir.IRBuilder, init: ir.Value, bound: ir.Value) -> ir.Value:
+    """Lane ``l`` is on when ``init + l <= bound``."""
+    count = b.sub(bound, init)
+    first = b.insert_element(ir.Constant(ir.VectorType(I64, LANES), ir.Undefined), count,
+                             ir.Constant(I32, 0))
+    counts = b.shuffle_vector(first, ir.Constant(ir.VectorType(I64, LANES), ir.Undefined),
+                              ir.Constant(ir.VectorType(I32, LANES), [0] * LANES))
+    lane = ir.Constant(ir.VectorType(I64, LANES), list(range(LANES)))
+    return b.icmp_signed("<=", lane, counts)
+
+
+def load(b: ir.IRBuilder, address: ir.Value, mask: ir.Value | None) -> ir.Value:
+    if mask is None:
+        return b.load(address, typ=VEC, align=4)
+    fn = b.module.declare_intrinsic("llvm.masked.load.v16f32.p0", fnty=ir.FunctionType(
+        VEC, [ir.PointerType(), I32, MASK, VEC]))
+    return b.call(fn, [address, ir.Constant(I32, 4), mask, ir.Constant(VEC, None)])
+
+
+def store(b: ir.IRBuilder, value: ir.Value, address: ir.Value, mask: ir.Value | None) -> None:
+    if mask is None:
+        b.store(value, address, align=4)
+        return
+    fn = b.module.declare_intrinsic("llvm.masked.store.v16f32.p0", fnty=ir.FunctionType(
+        ir.VoidType(), [VEC, ir.PointerType(), I32, MASK]))
+    b.call(fn, [value, address, ir.Constant(I32, 4), mask])

@@ -1,0 +1,140 @@
+"""Recognising contractions: ``C[.., i, j] += A[.., i, k] * B[.., k, j]`` in one band.
+
+A band qualifies when it schedules one statement alone, is permutable, its members are
+the statement's loops in some order (unit rows), the domain is a box from 0, and the
+body is ``acc + x * y`` (times constants) with ``acc`` reading exactly what the
+statement writes.
+The loops then take roles, from the access strides:
+
+- ``k``: the one loop the write does not use (the reduction);
+- ``j``: the loop along which the write is stride-1 (the vector loop); one operand, the
+  one that gets packed (``b``), must use it, and the other (``a``) must not;
+- ``i``: the loop with the smallest write stride after ``j`` that ``a`` uses and ``b``
+  does not; it indexes the rows of the register tile;
+- every other loop is a batch loop.
+
+Matmul, Gemm with either operand transposed and batched MatMul all match.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from polyc.frontend.core import Call, Const
+from polyc.islutil import flat_offset, union_maps, union_sets
+from polyc.scop.model import Load, Scop, Statement
+from polyc.tiling.order import band_rows, coefficients
+
+
+@dataclass(frozen=True)
+class Contraction:
+    statement: Statement
+    i: int  # domain dimensions by role
+    j: int
+    k: int
+    batch: tuple[int, ...]
+    a: int  # index in statement.reads of the operand without j
+    b: int  # ... of the operand with j (packed)
+    extents: tuple[int, ...]  # per domain dimension, from 0
+
+    def extent(self, role: str) -> int:
+        return self.extents[getattr(self, role)]
+
+
+def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
+    """The contraction ``band`` schedules, or None."""
+    statements = union_sets(band.get_domain())
+    if len(statements) != 1 or not band.band_get_permutable():
+        return None
+    statement = scop.statement(statements[0].get_tuple_name())
+    operands = _operands(statement)
+    extents = _box_extents(scop, statement.domain)
+    if operands is None or extents is None or not _unit_rows(band, len(extents)):
+        return None
+    x, y = operands
+    strides = [_strides(scop, access) for access in
+               (statement.write, statement.reads[x], statement.reads[y])]
+    if any(s is None for s in strides):
+        return None
+    return _roles(statement, extents, *strides, x, y)
+
+
+def _operands(statement: Statement) -> tuple[int, int] | None:
+    """The read indices of the two factors when the body is ``acc + x * y`` (constant
+    factors allowed, as in Gemm's ``alpha``)."""
+    body = statement.body
+    if not (isinstance(body, Call) and body.fn == "add" and len(body.args) == 2):
+        return None
+    for acc, product in (body.args, body.args[::-1]):
+        loads = _factors(product)
+        if (isinstance(acc, Load) and loads is not None and len(loads) == 2
+                and statement.reads[acc.k].array == statement.write.array
+                and statement.reads[acc.k].relation.is_equal(statement.write.relation)):
+            return loads[0], loads[1]
+    return None
+
+
+def _factors(expr) -> list[int] | None:
+    """The loads multiplied in ``expr`` (a product of loads and constants), or None."""
+    if isinstance(expr, Load):
+        return [expr.k]
+    if isinstance(expr, Const):
+        return []
+    if isinstance(expr, Call) and expr.fn == "mul":
+        parts = [_factors(arg) for arg in expr.args]
+        return None if None in parts else [k for part in parts for k in part]
+    return None
+
+
+def _box_extents(scop: Scop, domain: isl.Set) -> tuple[int, ...] | None:
+    """The extents of a domain that is a box starting at 0 (at the bound parameters)."""
+    if scop.context is not None:
+        domain = domain.intersect_params(scop.context)
+    extents = []
+    for d in range(domain.dim(isl.dim_type.set)):
+        low, high = domain.dim_min_val(d), domain.dim_max_val(d)
+        if not (low.is_int() and high.is_int()) or low.to_python() != 0:
+            return None
+        extents.append(high.to_python() + 1)
+    hull = isl.Set.universe(domain.get_space())
+    for d, extent in enumerate(extents):
+        hull = hull.lower_bound_val(isl.dim_type.set, d, isl.Val.zero(domain.get_ctx()))
+        hull = hull.upper_bound_val(isl.dim_type.set, d,
+                                    isl.Val.int_from_si(domain.get_ctx(), extent - 1))
+    if scop.context is not None:
+        hull = hull.intersect_params(scop.context)
+    return tuple(extents) if hull.is_subset(domain) else None
+
+
+def _unit_rows(band: isl.ScheduleNode, n_dims: int) -> bool:
+    (relation,) = union_maps(band.band_get_partial_schedule_union_map()
+                             .intersect_domain(band.get_domain()))
+    rows = band_rows(relation)
+    if rows is None or len(rows) != n_dims:
+        return False
+    units = sorted(r.index(1) for r in rows if sorted(r) == [0] * (n_dims - 1) + [1])
+    return units == list(range(n_dims))
+
+
+def _strides(scop: Scop, access) -> list[int] | None:
+    return coefficients(flat_offset(access.relation, scop.array(access.array).shape))
+
+
+def _roles(statement, extents, write, x, y, read_x: int, read_y: int) -> Contraction | None:
+    dims = range(len(extents))
+    reduction = [d for d in dims if write[d] == 0]
+    if len(reduction) != 1 or not (x[reduction[0]] and y[reduction[0]]):
+        return None
+    k = reduction[0]
+    j = next((d for d in dims if write[d] == 1), None)
+    if j is None or bool(x[j]) == bool(y[j]):
+        return None
+    (a, b), (sa, sb) = ((read_y, read_x), (y, x)) if x[j] else ((read_x, read_y), (x, y))
+    rows = sorted((abs(write[d]), d) for d in dims if d not in (j, k) and sa[d] and not sb[d])
+    if not rows:
+        return None
+    i = rows[0][1]
+    batch = tuple(d for d in dims if d not in (i, j, k))
+    return Contraction(statement, i, j, k, batch, a, b, tuple(extents))

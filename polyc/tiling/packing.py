@@ -1,0 +1,178 @@
+"""Packing: a copy statement that lays a contraction's ``b`` operand out in panels.
+
+For a contraction ``S`` (:mod:`polyc.tiling.contraction`) and a panel width ``nr``,
+the copy statement ``P[batch.., jb, k, jj]`` writes the scratch array
+
+    Bp[batch.., jb, k, jj] = B-element that S reads at (batch.., j = nr*jb + jj, k)
+
+so the register tile reads ``nr`` consecutive floats per ``k`` step, whatever B's
+layout (a transposed B costs nothing more), instead of one row of B per step. ``S``
+then reads ``Bp[batch.., floor(j/nr), k, j mod nr]``: quasi-affine, but under the
+recipe's schedule isl turns it into plain index arithmetic of the loop iterators.
+
+The SCoP gains the array (a temporary in scratch) and the statement, placed in the
+original order just before the first instance of ``S``; its dependences are then
+recomputed, so the legality checker sees the copies too. Packing is valid because
+nothing writes the packed operand while ``S`` runs (checked).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import islpy as isl
+
+from polyc.islutil import box, set_space, union_maps
+from polyc.scop.dependences import compute_dependences
+from polyc.scop.model import Access, Array, Load, Scop, Statement
+from polyc.tiling.contraction import Contraction
+
+
+@dataclasses.dataclass(frozen=True)
+class Packed:
+    """What packing made for one contraction."""
+
+    contraction: Contraction
+    copy: Statement  # the packing statement P
+    array: str  # the packed array's name
+    nr: int
+    source: str  # the array it copies
+    to_statement: isl.Map  # a copy instance -> an instance of S reading the same element
+
+
+def packable(scop: Scop, contraction: Contraction) -> bool:
+    """True when no statement writes the operand ``b`` after S's first instance starts."""
+    operand = contraction.statement.reads[contraction.b].array
+    first = _times(scop, contraction.statement).lexmin()
+    for statement in scop.statements:
+        if statement.write.array == operand:
+            last = _times(scop, statement).lexmax()
+            if statement is contraction.statement or last.lex_lt_set(first).is_empty():
+                return False
+    return True
+
+
+def _times(scop: Scop, statement: Statement) -> isl.Set:
+    """When ``statement``'s instances run in the original order."""
+    times = scop.order.get_map().intersect_domain(isl.UnionSet.from_set(statement.domain))
+    result = isl.Set.from_union_set(times.range())
+    return result if scop.context is None else result.intersect_params(scop.context)
+
+
+def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
+    """``scop`` with ``S``'s operand ``b`` packed into panels of width ``nr``."""
+    c, ctx = contraction, scop.ctx
+    statement = c.statement
+    operand = statement.reads[c.b]
+    name = _fresh(scop, f"{operand.array}_packed")
+    panels = -(-c.extent("j") // nr)
+    shape = tuple(c.extents[d] for d in c.batch) + (panels, c.extent("k"), nr)
+    array = Array(name, name, shape, "temp", scop.array(operand.array).dtype)
+
+    copy_name = _fresh(scop, f"{statement.name}_pack")
+    params = statement.domain.get_space()
+    domain = box(ctx, copy_name, shape).align_params(params)
+    domain = _within(domain, len(c.batch), nr, c.extent("j"))
+    to_statement = _copy_to_statement(domain, c, nr)
+    source = to_statement.apply_range(operand.relation)
+    target = set_space(ctx, name, [f"d{n}" for n in range(len(shape))]).align_params(params)
+    write = isl.Map.identity(domain.get_space().map_from_set()).intersect_domain(domain)
+    write = write.set_tuple_name(isl.dim_type.out, name)
+    copy = Statement(copy_name, domain, Access(name, _retarget(write, target)),
+                     (Access(operand.array, source),), Load(0), statement.op_index,
+                     statement.node)
+    packed_read = Access(name, _panel_read(statement.domain, c, nr, target))
+    reads = tuple(packed_read if k == c.b else r for k, r in enumerate(statement.reads))
+    new_statement = dataclasses.replace(statement, reads=reads)
+    position = scop.statements.index(statement)
+    statements = (scop.statements[:position] + (copy, new_statement)
+                  + scop.statements[position + 1:])
+    order = _order_with_copy(scop, copy, statement)
+    result = dataclasses.replace(scop, arrays=scop.arrays + (array,), statements=statements,
+                                 order=order, dependences=None)
+    return result, Packed(dataclasses.replace(c, statement=new_statement), copy, name, nr,
+                          operand.array, to_statement)
+
+
+def with_dependences(scop: Scop) -> Scop:
+    """Dependences recomputed after packing (the copies are new statements)."""
+    return compute_dependences(scop)
+
+
+def _fresh(scop: Scop, base: str) -> str:
+    taken = {a.name for a in scop.arrays} | {s.name for s in scop.statements}
+    name, n = base, 1
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
+def _within(domain: isl.Set, jb: int, nr: int, extent: int) -> isl.Set:
+    """``nr * jb + jj < extent``: the last panel may be partial."""
+    space = domain.get_space()
+    last = (isl.Constraint.inequality_alloc(space)
+            .set_coefficient_val(isl.dim_type.set, jb, -nr)
+            .set_coefficient_val(isl.dim_type.set, jb + 2, -1)
+            .set_constant_val(extent - 1))
+    return domain.add_constraint(last)
+
+
+def _var(space: isl.Space, dim: int) -> isl.Aff:
+    return isl.Aff.var_on_domain(isl.LocalSpace.from_space(space), isl.dim_type.set, dim)
+
+
+def _copy_to_statement(domain: isl.Set, c: Contraction, nr: int) -> isl.Map:
+    """``P[batch, jb, k, jj] -> S[..]`` with ``j = nr*jb + jj`` and ``i = 0``."""
+    space = domain.get_space()
+    n_batch = len(c.batch)
+    affs = [None] * len(c.extents)
+    for n, d in enumerate(c.batch):
+        affs[d] = _var(space, n)
+    affs[c.j] = _var(space, n_batch).scale_val(isl.Val.int_from_si(space.get_ctx(), nr)) \
+        .add(_var(space, n_batch + 2))
+    affs[c.k] = _var(space, n_batch + 1)
+    affs[c.i] = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(space))
+    target = c.statement.domain.get_space()
+    result = _map(space, target, affs)
+    return result.intersect_domain(domain)
+
+
+def _panel_read(domain: isl.Set, c: Contraction, nr: int, target: isl.Space) -> isl.Map:
+    """``S[..] -> Bp[batch.., floor(j/nr), k, j mod nr]``."""
+    space = domain.get_space()
+    width = isl.Val.int_from_si(space.get_ctx(), nr)
+    j = _var(space, c.j)
+    affs = [_var(space, d) for d in c.batch]
+    affs += [j.scale_down_val(width).floor(), _var(space, c.k), j.mod_val(width)]
+    return _map(space, target, affs).intersect_domain(domain)
+
+
+def _map(space: isl.Space, target: isl.Space, affs) -> isl.Map:
+    aff_list = isl.AffList.alloc(space.get_ctx(), len(affs))
+    for aff in affs:
+        aff_list = aff_list.add(aff)
+    multi = isl.MultiAff.from_aff_list(space.map_from_domain_and_range(target), aff_list)
+    return isl.Map.from_multi_aff(multi)
+
+
+def _retarget(relation: isl.Map, target: isl.Space) -> isl.Map:
+    return relation.set_tuple_id(isl.dim_type.out, target.get_tuple_id(isl.dim_type.set))
+
+
+def _order_with_copy(scop: Scop, copy: Statement, statement: Statement) -> isl.Schedule:
+    """The original order with the copies at the time of ``statement``'s first instance,
+    just before it (a last schedule dimension: 0 for the copy, 1 for the others)."""
+    times = scop.order.get_map()
+    ranges = union_maps(times)
+    n_out = ranges[0].dim(isl.dim_type.out)
+    start = _times(scop, statement).lexmin()
+    result = isl.UnionMap.empty(times.get_space())
+    for relation in ranges + [isl.Map.from_domain_and_range(copy.domain, start)]:
+        last = 0 if relation.get_tuple_name(isl.dim_type.in_) == copy.name else 1
+        relation = relation.reset_tuple_id(isl.dim_type.out).add_dims(isl.dim_type.out, 1)
+        relation = relation.fix_val(isl.dim_type.out, n_out,
+                                    isl.Val.int_from_si(scop.ctx, last))
+        result = result.union(isl.UnionMap.from_map(relation))
+    domain = scop.domain.union(isl.UnionSet.from_set(copy.domain))
+    return isl.Schedule.from_domain(domain).insert_partial_schedule(
+        isl.MultiUnionPwAff.from_union_map(result))

@@ -1,0 +1,195 @@
+"""The contraction recipe: packing copies, cache blocks, register tiles, vector lanes.
+
+Small blockings make every part appear on small matrices: partial register tiles in
+both directions, several row, column and reduction blocks, masked lanes. The recipe
+keeps each output element's reduction in its original order, so without fast-math it
+must reproduce the untiled program bit for bit; with fast-math it is compared with
+onnxruntime or numpy. Every compile here runs the legality checker on the final,
+packed schedule (``check=True`` is the default).
+"""
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import polyc
+from polyc.cli import main
+from polyc.errors import PolycError
+from polyc.scheduler import check_legality
+from polyc.scop.nest import LoopNest
+from polyc.scop.polybench import KERNELS
+from polyc.tiling.cache import Caches
+from polyc.tiling.contraction import match_contraction
+from polyc.tiling.microkernel import Blocking, choose_blocking
+
+from onnx_helpers import ATOL, RTOL, make_model, random_inputs, run_onnxruntime
+
+SMALL = Blocking(mr=3, nr=32, mc=6, nc=64, kc=8)  # partial tiles on odd shapes
+
+
+def matmul_model(m, k, n, *, batch=(), b_batch=None):
+    b_batch = batch if b_batch is None else b_batch
+    return make_model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+                      [("a", [*batch, m, k]), ("b", [*b_batch, k, n])], ["y"])
+
+
+def gemm_model(m, k, n, trans_a, trans_b):
+    a_shape = [k, m] if trans_a else [m, k]
+    b_shape = [n, k] if trans_b else [k, n]
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=0.5, beta=2.0,
+                            transA=trans_a, transB=trans_b)
+    return make_model([node], [("a", a_shape), ("b", b_shape), ("c", [n])], ["y"])
+
+
+def contraction_notes(compiled):
+    return [d for d in compiled.schedule.decisions if d.startswith("tiling: contraction")]
+
+
+@pytest.mark.parametrize("shape", [(37, 29, 70), (12, 64, 96), (5, 3, 33)])
+def test_matmul_with_partial_tiles_matches_onnxruntime(shape):
+    model = matmul_model(*shape)
+    inputs = random_inputs(model, seed=1)
+    compiled = polyc.compile(model, blocking=SMALL)
+    assert contraction_notes(compiled) == [
+        "tiling: contraction S1_matmul_update: b packed into b_packed by "
+        f"S1_matmul_update_pack, {SMALL}"]
+    expected = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
+
+
+def test_recipe_is_bit_identical_to_the_untiled_loops_without_fast_math():
+    model = matmul_model(37, 29, 70)
+    inputs = random_inputs(model, seed=2)
+    untiled = polyc.compile(model, tile=False, fast_math=False).run(inputs)["y"]
+    tiled = polyc.compile(model, blocking=SMALL, fast_math=False)
+    assert contraction_notes(tiled)
+    np.testing.assert_array_equal(tiled.run(inputs)["y"], untiled)
+
+
+@pytest.mark.parametrize("b_batch", [None, ()])  # a batch of B, or one B for all
+def test_batched_matmul_packs_per_batch(b_batch):
+    model = matmul_model(13, 7, 40, batch=(2, 3), b_batch=b_batch)
+    inputs = random_inputs(model, seed=3)
+    compiled = polyc.compile(model, blocking=SMALL)
+    assert contraction_notes(compiled)
+    packed = compiled.compilation.scop.array("b_packed")
+    assert packed.shape == (2, 3, 2, 7, 32)  # batch, panels of 32 columns, k, lanes
+    expected = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (0, 1), (1, 0), (1, 1)])
+def test_gemm_with_transposed_operands(trans_a, trans_b):
+    model = gemm_model(19, 23, 50, trans_a, trans_b)
+    inputs = random_inputs(model, seed=4)
+    compiled = polyc.compile(model, blocking=SMALL)
+    assert contraction_notes(compiled)
+    expected = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("name", ["matmul", "mm2", "mm3"])
+def test_polybench_products_with_the_recipe_equal_untiled(name):
+    kernel = KERNELS[name]
+    params = {p: 20 + 3 * n for n, p in enumerate(kernel.params)}
+    arrays = kernel.inputs(seed=5, params=params)
+    untiled = kernel.build().compile(params=params, tile=False, fast_math=False).run(arrays)
+    tiled = kernel.build().compile(params=params, blocking=(2, 16, 4, 32, 5), fast_math=False)
+    assert contraction_notes(tiled)
+    for array, value in tiled.run(arrays).items():
+        np.testing.assert_array_equal(value, untiled[array], err_msg=f"{name}: {array}")
+    expected = kernel.reference(params, arrays)
+    for array, value in tiled.run(arrays).items():
+        np.testing.assert_allclose(value, expected[array], rtol=RTOL, atol=1e-5)
+
+
+def test_packed_schedule_passes_the_legality_checker():
+    compiled = polyc.compile(matmul_model(20, 9, 40), blocking=SMALL)
+    scop = compiled.compilation.scop
+    assert {s.name for s in scop.statements} == {
+        "S0_matmul_init", "S1_matmul_update", "S1_matmul_update_pack"}
+    check_legality(scop, compiled.schedule.schedule)  # raises when a dependence breaks
+    text = compiled.inspect()
+    assert "register_tile" in text and "// vector" in text
+
+
+def test_small_or_non_contraction_bands_keep_rectangular_tiling():
+    compiled = polyc.compile(matmul_model(2, 9, 40), blocking=SMALL)  # 2 rows < mr
+    assert not contraction_notes(compiled)
+    np.testing.assert_equal(len(compiled.compilation.scop.statements), 2)
+
+
+def test_operand_written_during_the_contraction_is_not_packed():
+    nest = LoopNest("update_b", params=["N"])
+    A, B, C = (nest.array(n, ("N", "N")) for n in "ABC")
+    nest.statement("S1", "{ [i, j, k] : 0 <= i, j, k < N }", write=C["i", "j"],
+                   expr=C["i", "j"] + A["i", "k"] * B["k", "j"],
+                   schedule="{ [i, j, k] -> [i, 0, j, k] }")
+    nest.statement("S2", "{ [i, j] : 0 <= i, j < N }", write=B["i", "j"], expr=B["i", "j"] * 2.0,
+                   schedule="{ [i, j] -> [i, 1, j, 0] }")
+    params = {"N": 40}
+    arrays = {n: np.random.default_rng(6).standard_normal((40, 40)).astype(np.float32)
+              for n in "ABC"}
+    tiled = nest.compile(params=params, blocking=SMALL, fast_math=False)
+    assert not contraction_notes(tiled)
+    untiled = nest.compile(params=params, tile=False, fast_math=False).run(arrays)
+    for array, value in tiled.run(arrays).items():
+        np.testing.assert_array_equal(value, untiled[array])
+
+
+def test_roles_of_a_batched_product():
+    compiled = polyc.compile(matmul_model(13, 7, 40, batch=(2,)), tile=False)
+    scop, tree = compiled.compilation.scop, compiled.schedule.schedule
+    found = []
+
+    def visit(node):
+        if node.get_type().name == "band":
+            found.append(match_contraction(scop, node))
+        return True
+
+    tree.get_root().foreach_descendant_top_down(visit)
+    (c,) = [f for f in found if f is not None]
+    assert (c.batch, c.i, c.j, c.k, c.extents) == ((0,), 1, 2, 3, (2, 13, 40, 7))
+
+
+def test_blocking_from_the_shape_and_caches():
+    compiled = polyc.compile(matmul_model(1024, 1024, 1024), tile=False)
+    scop, tree = compiled.compilation.scop, compiled.schedule.schedule
+    found = []
+    tree.get_root().foreach_descendant_top_down(
+        lambda n: found.append(match_contraction(scop, n)) or True
+        if n.get_type().name == "band" else True)
+    (c,) = [f for f in found if f is not None]
+    caches = Caches(48 * 1024, 2048 * 1024, 64 * 1024 ** 2)
+    assert choose_blocking(c, caches) == Blocking(mr=6, nr=64, mc=126, nc=1024, kc=256)
+
+
+def test_bad_blocking_is_refused():
+    model = matmul_model(8, 8, 32)
+    for bad, message in [((3, 20, 6, 40, 8), "nr must be a multiple of 16"),
+                         ((3, 32, 7, 64, 8), "mc of mr"),
+                         ((0, 32, 6, 64, 8), "positive ints"),
+                         ((3, 32), r"\(mr, nr, mc, nc, kc\)")]:
+        with pytest.raises(PolycError, match=message):
+            polyc.compile(model, blocking=bad)
+
+
+def test_cli_blocking_option(tmp_path, capsys):
+    model = matmul_model(20, 9, 40)
+    path = tmp_path / "mm.onnx"
+    path.write_bytes(model.SerializeToString())
+    assert main(["inspect", str(path), "--blocking", "3,32,6,64,8"]) == 0
+    assert "register tile 3x32, blocks mc=6 nc=64 kc=8" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["inspect", str(path), "--blocking", "3,32"])
+    assert "expected MR,NR,MC,NC,KC" in capsys.readouterr().err
+
+
+def test_packed_contraction_as_an_ahead_of_time_artifact(tmp_path):
+    model = matmul_model(37, 29, 70)
+    inputs = random_inputs(model, seed=9)
+    compiled = polyc.compile(model, blocking=SMALL)
+    compiled.save(tmp_path / "mm.so")
+    loaded = polyc.load(tmp_path / "mm.so")
+    assert loaded.manifest["scratch_bytes"] >= 29 * 96 * 4  # the packed panels
+    np.testing.assert_array_equal(loaded.run(inputs)["y"], compiled.run(inputs)["y"])
