@@ -35,6 +35,19 @@ def union_sets(uset: isl.UnionSet) -> list[isl.Set]:
     return items(uset.get_set_list())
 
 
+def statement_names(uset: isl.UnionSet) -> set[str]:
+    """The tuple names of the sets in ``uset`` (e.g. the statements reaching a node)."""
+    return {part.get_tuple_name() for part in union_sets(uset)}
+
+
+def multi_union(space: isl.Space, rows: Sequence[isl.UnionPwAff]) -> isl.MultiUnionPwAff:
+    """The band schedule with members ``rows`` in ``space``."""
+    members = isl.UnionPwAffList.alloc(space.get_ctx(), len(rows))
+    for row in rows:
+        members = members.add(row)
+    return isl.MultiUnionPwAff.from_union_pw_aff_list(space, members)
+
+
 def set_space(ctx: isl.Context, name: str, dims: Sequence[str]) -> isl.Space:
     """The space ``name[dims...]``."""
     return isl.Space.create_from_names(ctx, set=list(dims)).set_tuple_name(isl.dim_type.set, name)
@@ -60,6 +73,11 @@ def aff_of_index(domain_space: isl.Space, index: Ix) -> isl.Aff:
     for var, coef in index.terms:
         aff = aff.add_coefficient_val(isl.dim_type.in_, var, coef)
     return aff.set_constant_val(index.const)
+
+
+def variable(space: isl.Space, dim: int) -> isl.Aff:
+    """The affine function ``x_dim`` on the set space ``space``."""
+    return aff_of_index(space, Ix.var(dim))
 
 
 def affs_to_map(domain_space: isl.Space, target: isl.Space, affs: Iterable[isl.Aff]) -> isl.Map:

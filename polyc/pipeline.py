@@ -104,7 +104,8 @@ class _Stages:
         self.times.append((name, seconds))
         config.log(config.STAGES, f"polyc: {name:<12} {seconds * 1e3:9.2f} ms")
         if result is not None and name != "llvm":
-            config.log_section(config.IR, f"after {name}", str(result))
+            parts = result if isinstance(result, tuple) else (result,)  # tiling: scop, schedule
+            config.log_section(config.IR, f"after {name}", "\n".join(map(str, parts)))
         return result
 
 

@@ -120,20 +120,16 @@ def _difference(x: isl.AstExpr, y: isl.AstExpr) -> int | None:
 
 def splat(b: ir.IRBuilder, scalar: ir.Value) -> ir.Value:
     """``scalar`` in every lane."""
-    first = b.insert_element(ir.Constant(VEC, ir.Undefined), scalar, ir.Constant(I32, 0))
-    return b.shuffle_vector(first, ir.Constant(VEC, ir.Undefined),
+    vec = ir.VectorType(scalar.type, LANES)
+    first = b.insert_element(ir.Constant(vec, ir.Undefined), scalar, ir.Constant(I32, 0))
+    return b.shuffle_vector(first, ir.Constant(vec, ir.Undefined),
                             ir.Constant(ir.VectorType(I32, LANES), [0] * LANES))
 
 
 def lane_mask(b: ir.IRBuilder, init: ir.Value, bound: ir.Value) -> ir.Value:
     """Lane ``l`` is on when ``init + l <= bound``."""
-    count = b.sub(bound, init)
-    first = b.insert_element(ir.Constant(ir.VectorType(I64, LANES), ir.Undefined), count,
-                             ir.Constant(I32, 0))
-    counts = b.shuffle_vector(first, ir.Constant(ir.VectorType(I64, LANES), ir.Undefined),
-                              ir.Constant(ir.VectorType(I32, LANES), [0] * LANES))
     lane = ir.Constant(ir.VectorType(I64, LANES), list(range(LANES)))
-    return b.icmp_signed("<=", lane, counts)
+    return b.icmp_signed("<=", lane, splat(b, b.sub(bound, init)))
 
 
 def load(b: ir.IRBuilder, address: ir.Value, mask: ir.Value | None) -> ir.Value:

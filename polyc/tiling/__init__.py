@@ -18,8 +18,9 @@ import dataclasses
 import islpy as isl
 
 from polyc.errors import PolycError
-from polyc.islutil import union_sets
+from polyc.islutil import statement_names, union_sets
 from polyc.scheduler.base import ScheduleResult
+from polyc.scop.dependences import compute_dependences
 from polyc.scop.model import Scop
 from polyc.tiling.cache import host_caches
 from polyc.tiling.contraction import Contraction, match_contraction
@@ -29,7 +30,7 @@ from polyc.tiling.microkernel import (
     isolate_full_tiles,
     recipe_schedule,
 )
-from polyc.tiling.packing import pack, packable, with_dependences
+from polyc.tiling.packing import pack, packable
 from polyc.tiling.rebuild import rebuild
 from polyc.tiling.rectangular import tile_bands
 
@@ -79,10 +80,10 @@ def _apply_recipe(scop: Scop, schedule: isl.Schedule,
     for c, block in contractions:
         scop, packed = pack(scop, c, block.nr)
         packs[c.statement.name] = (packed, block)
-    scop = with_dependences(scop)
+    scop = compute_dependences(scop)  # the copies are new statements
 
     def replace(band: isl.ScheduleNode):
-        names = {s.get_tuple_name() for s in union_sets(band.get_domain())}
+        names = statement_names(band.get_domain())
         if len(names) == 1 and names <= packs.keys():
             return recipe_schedule(*packs[names.pop()])
         return None

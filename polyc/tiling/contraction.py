@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from polyc.frontend.core import Call, Const
-from polyc.islutil import flat_offset, union_maps, union_sets
+from polyc.islutil import box, flat_offset, union_maps, union_sets
 from polyc.scop.model import Load, Scop, Statement
 from polyc.tiling.order import band_rows, coefficients
 
@@ -98,11 +98,7 @@ def _box_extents(scop: Scop, domain: isl.Set) -> tuple[int, ...] | None:
         if not (low.is_int() and high.is_int()) or low.to_python() != 0:
             return None
         extents.append(high.to_python() + 1)
-    hull = isl.Set.universe(domain.get_space())
-    for d, extent in enumerate(extents):
-        hull = hull.lower_bound_val(isl.dim_type.set, d, isl.Val.zero(domain.get_ctx()))
-        hull = hull.upper_bound_val(isl.dim_type.set, d,
-                                    isl.Val.int_from_si(domain.get_ctx(), extent - 1))
+    hull = box(scop.ctx, domain.get_tuple_name(), extents).align_params(domain.get_space())
     if scop.context is not None:
         hull = hull.intersect_params(scop.context)
     return tuple(extents) if hull.is_subset(domain) else None

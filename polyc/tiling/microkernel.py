@@ -28,7 +28,7 @@ import islpy as isl
 from polyc.codegen.vector import LANES
 from polyc.codegen.vector import MARK as VECTOR_MARK
 from polyc.errors import PolycError
-from polyc.islutil import union_sets
+from polyc.islutil import multi_union, statement_names, variable
 from polyc.tiling.cache import FLOAT_BYTES, Caches
 from polyc.tiling.contraction import Contraction
 from polyc.tiling.packing import Packed
@@ -103,8 +103,8 @@ def recipe_schedule(packed: Packed, block: Blocking) -> isl.Schedule:
     c, copy = packed.contraction, packed.copy
     s_space, p_space = c.statement.domain.get_space(), copy.domain.get_space()
     nb, nr = len(c.batch), packed.nr
-    s = lambda d: _var(s_space, d)  # noqa: E731
-    p = lambda d: _var(p_space, d)  # noqa: E731
+    s = lambda d: variable(s_space, d)  # noqa: E731
+    p = lambda d: variable(p_space, d)  # noqa: E731
     p_j = p(nb).scale_val(_val(p_space, nr)).add(p(nb + 2))
 
     copy_tree = _band(isl.Schedule.from_domain(isl.UnionSet.from_set(copy.domain)),
@@ -142,7 +142,7 @@ def isolate_full_tiles(schedule: isl.Schedule, tiles: dict[str, tuple[Contractio
                 or node.mark_get_id().get_name() != REGISTER_MARK):
             return node
         band = node.child(0)
-        (name,) = {s.get_tuple_name() for s in union_sets(band.get_domain())}
+        (name,) = statement_names(band.get_domain())
         c, block = tiles[name]
         full = _full_tiles(c, block)
         prefix = band.get_prefix_schedule_union_map().intersect_domain(full)
@@ -171,10 +171,6 @@ def _val(space: isl.Space, value: int) -> isl.Val:
     return isl.Val.int_from_si(space.get_ctx(), value)
 
 
-def _var(space: isl.Space, dim: int) -> isl.Aff:
-    return isl.Aff.var_on_domain(isl.LocalSpace.from_space(space), isl.dim_type.set, dim)
-
-
 def _div(aff: isl.Aff, size: int) -> isl.Aff:
     return aff.scale_down_val(_val(aff.get_domain_space(), size)).floor()
 
@@ -184,12 +180,7 @@ def _union(domain: isl.Set, aff: isl.Aff) -> isl.UnionPwAff:
 
 
 def _multi(rows: list[isl.UnionPwAff]) -> isl.MultiUnionPwAff:
-    ctx = rows[0].get_ctx()
-    members = isl.UnionPwAffList.alloc(ctx, len(rows))
-    for row in rows:
-        members = members.add(row)
-    space = isl.Space.set_alloc(ctx, 0, len(rows))
-    return isl.MultiUnionPwAff.from_union_pw_aff_list(space, members)
+    return multi_union(isl.Space.set_alloc(rows[0].get_ctx(), 0, len(rows)), rows)
 
 
 def _band(tree: isl.Schedule, domain: isl.Set, affs: list[isl.Aff]) -> isl.Schedule:

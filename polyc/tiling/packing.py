@@ -22,8 +22,7 @@ import dataclasses
 
 import islpy as isl
 
-from polyc.islutil import box, set_space, union_maps
-from polyc.scop.dependences import compute_dependences
+from polyc.islutil import affs_to_map, box, set_space, union_maps, variable
 from polyc.scop.model import Access, Array, Load, Scop, Statement
 from polyc.tiling.contraction import Contraction
 
@@ -76,9 +75,9 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
     to_statement = _copy_to_statement(domain, c, nr)
     source = to_statement.apply_range(operand.relation)
     target = set_space(ctx, name, [f"d{n}" for n in range(len(shape))]).align_params(params)
-    write = isl.Map.identity(domain.get_space().map_from_set()).intersect_domain(domain)
-    write = write.set_tuple_name(isl.dim_type.out, name)
-    copy = Statement(copy_name, domain, Access(name, _retarget(write, target)),
+    space = domain.get_space()
+    write = affs_to_map(space, target, [variable(space, d) for d in range(len(shape))])
+    copy = Statement(copy_name, domain, Access(name, write.intersect_domain(domain)),
                      (Access(operand.array, source),), Load(0), statement.op_index,
                      statement.node)
     packed_read = Access(name, _panel_read(statement.domain, c, nr, target))
@@ -92,11 +91,6 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
                                  order=order, dependences=None)
     return result, Packed(dataclasses.replace(c, statement=new_statement), copy, name, nr,
                           operand.array, to_statement)
-
-
-def with_dependences(scop: Scop) -> Scop:
-    """Dependences recomputed after packing (the copies are new statements)."""
-    return compute_dependences(scop)
 
 
 def _fresh(scop: Scop, base: str) -> str:
@@ -117,23 +111,19 @@ def _within(domain: isl.Set, jb: int, nr: int, extent: int) -> isl.Set:
     return domain.add_constraint(last)
 
 
-def _var(space: isl.Space, dim: int) -> isl.Aff:
-    return isl.Aff.var_on_domain(isl.LocalSpace.from_space(space), isl.dim_type.set, dim)
-
-
 def _copy_to_statement(domain: isl.Set, c: Contraction, nr: int) -> isl.Map:
     """``P[batch, jb, k, jj] -> S[..]`` with ``j = nr*jb + jj`` and ``i = 0``."""
     space = domain.get_space()
     n_batch = len(c.batch)
     affs = [None] * len(c.extents)
     for n, d in enumerate(c.batch):
-        affs[d] = _var(space, n)
-    affs[c.j] = _var(space, n_batch).scale_val(isl.Val.int_from_si(space.get_ctx(), nr)) \
-        .add(_var(space, n_batch + 2))
-    affs[c.k] = _var(space, n_batch + 1)
+        affs[d] = variable(space, n)
+    affs[c.j] = variable(space, n_batch).scale_val(isl.Val.int_from_si(space.get_ctx(), nr)) \
+        .add(variable(space, n_batch + 2))
+    affs[c.k] = variable(space, n_batch + 1)
     affs[c.i] = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(space))
     target = c.statement.domain.get_space()
-    result = _map(space, target, affs)
+    result = affs_to_map(space, target, affs)
     return result.intersect_domain(domain)
 
 
@@ -141,22 +131,10 @@ def _panel_read(domain: isl.Set, c: Contraction, nr: int, target: isl.Space) -> 
     """``S[..] -> Bp[batch.., floor(j/nr), k, j mod nr]``."""
     space = domain.get_space()
     width = isl.Val.int_from_si(space.get_ctx(), nr)
-    j = _var(space, c.j)
-    affs = [_var(space, d) for d in c.batch]
-    affs += [j.scale_down_val(width).floor(), _var(space, c.k), j.mod_val(width)]
-    return _map(space, target, affs).intersect_domain(domain)
-
-
-def _map(space: isl.Space, target: isl.Space, affs) -> isl.Map:
-    aff_list = isl.AffList.alloc(space.get_ctx(), len(affs))
-    for aff in affs:
-        aff_list = aff_list.add(aff)
-    multi = isl.MultiAff.from_aff_list(space.map_from_domain_and_range(target), aff_list)
-    return isl.Map.from_multi_aff(multi)
-
-
-def _retarget(relation: isl.Map, target: isl.Space) -> isl.Map:
-    return relation.set_tuple_id(isl.dim_type.out, target.get_tuple_id(isl.dim_type.set))
+    j = variable(space, c.j)
+    affs = [variable(space, d) for d in c.batch]
+    affs += [j.scale_down_val(width).floor(), variable(space, c.k), j.mod_val(width)]
+    return affs_to_map(space, target, affs).intersect_domain(domain)
 
 
 def _order_with_copy(scop: Scop, copy: Statement, statement: Statement) -> isl.Schedule:

@@ -14,6 +14,7 @@ from typing import Callable
 import islpy as isl
 
 from polyc.errors import PolycError
+from polyc.islutil import multi_union
 
 Replace = Callable[[isl.ScheduleNode], "isl.Schedule | None"]
 # The rows of an outer band member for the statements a replaced subtree added.
@@ -54,10 +55,8 @@ def _band(node: isl.ScheduleNode, inner: isl.Schedule, extend: Extend) -> isl.Sc
     partial = node.band_get_partial_schedule()
     added = inner.get_domain().subtract(node.get_domain())
     if not added.is_empty():
-        members = isl.UnionPwAffList.alloc(node.get_ctx(), partial.size())
-        for k in range(partial.size()):
-            members = members.add(extend(partial.get_at(k), added))
-        partial = isl.MultiUnionPwAff.from_union_pw_aff_list(partial.get_space(), members)
+        partial = multi_union(partial.get_space(), [extend(partial.get_at(k), added)
+                                                    for k in range(partial.size())])
     band = inner.insert_partial_schedule(partial).get_root().child(0)
     band = band.band_set_permutable(node.band_get_permutable())
     for k in range(node.band_n_member()):

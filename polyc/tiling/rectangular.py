@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import islpy as isl
 
-from polyc.islutil import union_maps, union_sets
+from polyc.islutil import multi_union, statement_names, union_maps
 from polyc.scop.model import Scop
 from polyc.tiling.cache import tile_size
 from polyc.tiling.order import innermost_member
@@ -43,7 +43,7 @@ def tile_bands(scop: Scop, schedule: isl.Schedule, size: int | None,
 
 
 def _only(node: isl.ScheduleNode, names: set[str]) -> bool:
-    return {s.get_tuple_name() for s in union_sets(node.get_domain())} <= names
+    return statement_names(node.get_domain()) <= names
 
 
 def _tileable(node: isl.ScheduleNode) -> bool:
@@ -58,7 +58,7 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | None, notes: list[
     if order != list(range(n)):
         band = _permute(band, order)
     extents = _extents(scop, band)
-    statements = [s.get_tuple_name() for s in union_sets(band.get_domain())]
+    statements = statement_names(band.get_domain())
     arrays = {a for s in statements for a in _arrays(scop, s)}
     chosen = size or tile_size(len(arrays))
     names = ", ".join(sorted(statements))
@@ -76,10 +76,7 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | None, notes: list[
 def _permute(band: isl.ScheduleNode, order: list[int]) -> isl.ScheduleNode:
     partial = band.band_get_partial_schedule()
     coincident = [band.band_member_get_coincident(k) for k in order]
-    members = isl.UnionPwAffList.alloc(band.get_ctx(), len(order))
-    for k in order:
-        members = members.add(partial.get_at(k))
-    permuted = isl.MultiUnionPwAff.from_union_pw_aff_list(partial.get_space(), members)
+    permuted = multi_union(partial.get_space(), [partial.get_at(k) for k in order])
     node = band.delete().insert_partial_schedule(permuted).band_set_permutable(1)
     for k, flag in enumerate(coincident):
         node = node.band_member_set_coincident(k, flag)
