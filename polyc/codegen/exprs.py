@@ -3,13 +3,18 @@
 Index arithmetic is i64. ``fdiv_q`` is floor division (rounds towards -inf), not
 ``sdiv``; ``pdiv_q``/``pdiv_r`` have a non-negative dividend, so ``sdiv``/``srem`` do.
 Float arithmetic carries the ``reassoc`` and ``contract`` fast-math flags (FMA and
-vectorised reductions), and nothing that changes results on NaN or infinity.
+vectorised reductions), and nothing that changes results on NaN or infinity. exp, log,
+tanh and sigmoid are :mod:`polyc.codegen.vecmath`'s polynomial builders, not libm calls,
+so loops using them vectorize.
 """
 
 from __future__ import annotations
 
 import islpy as isl
 from llvmlite import ir
+
+from polyc.codegen import vecmath
+from polyc.codegen.vecmath import fconst, intrinsic
 
 I1 = ir.IntType(1)
 I64 = ir.IntType(64)
@@ -84,28 +89,10 @@ def _flagged(instr):
     return instr
 
 
-def fconst(typ: ir.Type, value: float) -> ir.Constant:
-    """``value`` as a float32 constant of ``typ`` (a scalar or every lane of a vector)."""
-    if isinstance(typ, ir.VectorType):
-        return ir.Constant(typ, [value] * typ.count)
-    return ir.Constant(typ, value)
-
-
-def _intrinsic(module: ir.Module, name: str, typ: ir.Type, arity: int) -> ir.Function:
-    suffix = f"v{typ.count}f32" if isinstance(typ, ir.VectorType) else "f32"
-    return module.declare_intrinsic(f"{name}.{suffix}", fnty=ir.FunctionType(typ, [typ] * arity))
-
-
 def _call_intrinsic(name: str):
     def emit(b: ir.IRBuilder, *args):
-        return b.call(_intrinsic(b.module, name, args[0].type, len(args)), args)
+        return b.call(intrinsic(b.module, name, args[0].type, len(args)), args)
     return emit
-
-
-def _sigmoid(b: ir.IRBuilder, x):
-    one = fconst(x.type, 1.0)
-    e = _call_intrinsic("llvm.exp")(b, b.fneg(x))
-    return b.fdiv(one, _flagged(b.fadd(one, e)))
 
 
 def _relu(b: ir.IRBuilder, x):
@@ -119,12 +106,12 @@ FLOAT_FUNCTIONS = {
     "div": lambda b, x, y: b.fdiv(x, y),
     "neg": lambda b, x: b.fneg(x),
     "abs": _call_intrinsic("llvm.fabs"),
-    "exp": _call_intrinsic("llvm.exp"),
-    "log": _call_intrinsic("llvm.log"),
+    "exp": vecmath.exp,
+    "log": vecmath.log,
     "sqrt": _call_intrinsic("llvm.sqrt"),
-    "tanh": _call_intrinsic("llvm.tanh"),
+    "tanh": vecmath.tanh,
     "max": _call_intrinsic("llvm.maximum"),  # NaN-propagating, like numpy.maximum
     "min": _call_intrinsic("llvm.minimum"),
-    "sigmoid": _sigmoid,
+    "sigmoid": vecmath.sigmoid,
     "relu": _relu,
 }
