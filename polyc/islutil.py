@@ -35,6 +35,15 @@ def union_sets(uset: isl.UnionSet) -> list[isl.Set]:
     return items(uset.get_set_list())
 
 
+def span(values: isl.Set, dim: int) -> int | None:
+    """How many integer values dimension ``dim`` of ``values`` spans (max - min + 1),
+    or None when a bound is not a constant."""
+    high, low = values.dim_max_val(dim), values.dim_min_val(dim)
+    if not (high.is_int() and low.is_int()):
+        return None
+    return high.to_python() - low.to_python() + 1
+
+
 def statement_names(uset: isl.UnionSet) -> set[str]:
     """The tuple names of the sets in ``uset`` (e.g. the statements reaching a node)."""
     return {part.get_tuple_name() for part in union_sets(uset)}

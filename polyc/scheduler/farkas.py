@@ -117,18 +117,40 @@ def integer_set(rational: isl.BasicSet) -> isl.BasicSet:
     return result
 
 
-def bounds(layout: Layout, ctx: isl.Context) -> isl.BasicSet:
-    """u, w >= 0; coefficients in [0, COEFFICIENT_BOUND]; shifts in [0, SHIFT_BOUND]."""
+def bounds(layout: Layout, ctx: isl.Context, *, signed: bool = False) -> isl.BasicSet:
+    """u, w >= 0; coefficients in [0, COEFFICIENT_BOUND] (``signed``: in
+    [-COEFFICIENT_BOUND, COEFFICIENT_BOUND]); shifts in [0, SHIFT_BOUND]."""
     space = layout.space(ctx)
     result = isl.BasicSet.universe(space)
     upper = {layout.shift(s): SHIFT_BOUND for s in layout.statements}
+    lower: dict[int, int] = {}
     for s in layout.statements:
-        upper.update({layout.coefficient(s, d): COEFFICIENT_BOUND for d in range(layout.dims[s])})
+        for d in range(layout.dims[s]):
+            upper[layout.coefficient(s, d)] = COEFFICIENT_BOUND
+            if signed:
+                lower[layout.coefficient(s, d)] = -COEFFICIENT_BOUND
     for index in range(layout.size):
-        result = result.add_constraint(_inequality(space, {index: 1}, 0))
+        result = result.add_constraint(_inequality(space, {index: 1}, -lower.get(index, 0)))
         if index in upper:
             result = result.add_constraint(_inequality(space, {index: -1}, upper[index]))
     return result
+
+
+def cone_complement(layout: Layout, statement: str, face: list[int], other: list[int],
+                    ctx: isl.Context) -> isl.BasicSet:
+    """The statement's coefficients are ``l0 * face - l1 * other`` for some integers
+    ``l0, l1 >= 1``: ``face = (c + l1 * other) / l0`` then lies strictly inside the cone
+    of the new row ``c`` and ``other`` (diamond tiling's concurrent start)."""
+    space = layout.space(ctx)
+    extended = space.add_dims(isl.dim_type.set, 2)  # l0, l1 after the layout's variables
+    l0, l1 = layout.size, layout.size + 1
+    result = isl.BasicSet.universe(extended)
+    result = result.add_constraint(_inequality(extended, {l0: 1}, -1))
+    result = result.add_constraint(_inequality(extended, {l1: 1}, -1))
+    for d in range(layout.dims[statement]):
+        coefs = {layout.coefficient(statement, d): 1, l0: -face[d], l1: other[d]}
+        result = result.add_constraint(_equality(extended, coefs))
+    return result.project_out(isl.dim_type.set, l0, 2)
 
 
 def independence(layout: Layout, statement: str, complement: list[list[Fraction]],
@@ -168,6 +190,15 @@ def _integral(row: list[Fraction]) -> list[int]:
     """The rational vector scaled to integers by the lcm of its denominators."""
     scale = lcm(*(f.denominator for f in row))
     return [int(f * scale) for f in row]
+
+
+def _equality(space: isl.Space, coefs: dict[int, int]) -> isl.Constraint:
+    """``sum(coefs[k] * x_k) = 0``."""
+    constraint = isl.Constraint.equality_alloc(space)
+    for index, value in coefs.items():
+        if value:
+            constraint = constraint.set_coefficient_val(isl.dim_type.set, index, value)
+    return constraint
 
 
 def _inequality(space: isl.Space, coefs: dict[int, int], constant: int) -> isl.Constraint:

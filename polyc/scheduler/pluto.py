@@ -76,6 +76,15 @@ def pluto_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
     return sequence(parts), tuple(notes)
 
 
+def concurrent_start(scop: Scop, deps: isl.UnionMap, band: list[dict]) -> dict | None:
+    """A first row for ``band`` that allows concurrent start (diamond tiling), or None.
+
+    ``band`` holds Pluto rows (``{statement: (coefficients, shift)}`` per member) whose
+    first row is the time loop ``t``, each statement's outermost loop; ``deps`` are the
+    dependences live at the band's start. See :meth:`_Pluto.concurrent_start`."""
+    return _Pluto(scop, "smart").concurrent_start(list(band[0]), _edges(deps), band)
+
+
 def _schedule_chunk(scop: Scop, stmts: list[str], edges: list[Edge], policy: str):
     scheduler = _Pluto(scop, policy)
     try:
@@ -253,6 +262,40 @@ class _Pluto:
             band.append(row)
         return band, satisfied, coincident
 
+    def concurrent_start(self, stmts, edges, band) -> dict | None:
+        """Diamond tiling (Bandishti, Pananilath and Bondhugula, SC'12; Pluto's
+        ``--diamond-tile``, on by default there when tiling). Tiles of a band that starts
+        with the time loop ``t`` and has no parallel row start one after another along
+        ``t``. A valid row ``c = l0 * t - l1 * phi_1`` (``l0, l1 >= 1``, ``phi_1`` the
+        band's second row) in place of ``t`` puts ``t = (c + l1 * phi_1) / l0`` strictly
+        inside the cone of ``c`` and ``phi_1``: tiles of ``(c, phi_1, ...)`` along the
+        face ``t = 0`` start concurrently, e.g. ``(2t - i, 2t + i)`` for jacobi-1d's
+        ``(t, 2t + i)``.
+
+        ``c`` comes from Pluto's ILP (validity and distance bounds on every edge, lexmin)
+        with coefficients of either sign; None when there is no such row (seidel-2d:
+        ``-phi_1`` reverses a dependence within a time step) or ``t`` does not start the
+        band. ``c`` spans with ``phi_1`` what ``t`` did, so ``(c, phi_1, ...)`` is
+        permutable and has the band's rank."""
+        if len(band) < 2 or not all(is_time_row(band[0][name]) for name in stmts):
+            return None
+        layout = farkas.Layout(self.params, {s: self.dim(s) for s in stmts})
+        system = farkas.bounds(layout, self.ctx, signed=True)
+        for edge in edges:
+            for bounding in (False, True):
+                system = system.intersect(farkas.integer_set(farkas.farkas_constraints(
+                    edge.coefficients, layout, edge.src, edge.dst, bounding=bounding,
+                    ctx=self.ctx)))
+        for name in stmts:
+            time = [int(d == 0) for d in range(self.dim(name))]
+            system = system.intersect(farkas.cone_complement(
+                layout, name, time, list(band[1][name][0]), self.ctx))
+        try:
+            point = self._lexmin(system)
+        except NoSchedule:  # over budget: tile without concurrent start
+            return None
+        return None if point is None else self._row(point, layout, stmts)
+
     def _validity(self, stmts, edges) -> tuple[farkas.Layout, isl.BasicSet]:
         """Bounds, validity and bounding constraints: the same for every row of a band,
         so built once per (statements, edges)."""
@@ -336,6 +379,13 @@ class _Pluto:
         flags = "".join("p" if c else "s" for c in coincident)
         return f"band [{flags}]: " + "; ".join(
             f"{s}: ({', '.join(row_text(self.scop, s, r[s]) for r in band)})" for s in stmts)
+
+
+def is_time_row(row) -> bool:
+    """The Pluto row ``(coefficients, shift)`` is its statement's outermost loop (scaled,
+    shifted), and the statement has other loops."""
+    coefs, _ = row
+    return len(coefs) >= 2 and coefs[0] > 0 and not any(coefs[1:])
 
 
 def _half_line(space: isl.Space, bound: int, *, equal: bool = False) -> isl.Set:

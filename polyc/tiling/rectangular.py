@@ -3,32 +3,49 @@ vectorization.
 
 Every permutable band of two or more members is first permuted so that its best
 stride-1 member is innermost (:mod:`polyc.tiling.order`), then, when some member runs
-longer than the tile size, tiled with isl's ``band_tile``: a band of tile loops over a
+longer than its tile size, tiled with isl's ``band_tile``: a band of tile loops over a
 band of point loops, both permutable, the coincident flags kept. Tiling a permutable
 band is always legal (Irigoin and Triolet); the pipeline checks the result anyway.
+
+Stencil bands (skewed, time loop first; :mod:`polyc.tiling.stencil`) get sizes per
+member, diamond tiles when the scheduler finds a row for concurrent start, and
+separated point loops. A tile band with no coincident member becomes a wavefront over
+its first two tile loops, so the second one is parallel.
 """
 
 from __future__ import annotations
 
 import islpy as isl
 
-from polyc.islutil import multi_union, statement_names, union_maps
+from polyc.islutil import multi_union, span, statement_names, union_maps
 from polyc.scop.model import Scop
-from polyc.tiling.cache import tile_size
+from polyc.tiling.cache import host_caches, tile_size
 from polyc.tiling.order import innermost_member
+from polyc.tiling.stencil import (
+    Stencil,
+    describe_row,
+    diamond_row,
+    diamond_tile,
+    separate_points,
+    stencil_band,
+    stencil_sizes,
+    wavefront,
+)
 
 
 def tile_bands(scop: Scop, schedule: isl.Schedule, size: int | None,
-               skip: set[str] = frozenset()) -> tuple[isl.Schedule, list[str]]:
+               skip: set[str] = frozenset(), *, diamond: bool = True
+               ) -> tuple[isl.Schedule, list[str]]:
     """The schedule with every permutable band reordered and tiled, and what was done;
-    bands of the statements in ``skip`` alone are left as they are."""
+    bands of the statements in ``skip`` alone are left as they are. ``size`` fixes the
+    size of every member; ``diamond=False`` keeps stencil tiles parallelograms."""
     notes: list[str] = []
     failures: list[BaseException] = []
 
     def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
         try:
             if _tileable(node) and not _only(node, skip):
-                return _tile_one(scop, node, size, notes)
+                return _tile_one(scop, node, size, notes, diamond)
         except BaseException as err:  # isl swallows callback exceptions: keep them
             failures.append(err)
         return node
@@ -51,7 +68,8 @@ def _tileable(node: isl.ScheduleNode) -> bool:
             and bool(node.band_get_permutable()))
 
 
-def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | None, notes: list[str]):
+def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | None, notes: list[str],
+              diamond: bool):
     n = band.band_n_member()
     inner = innermost_member(scop, band)
     order = [k for k in range(n) if k != inner] + [inner]
@@ -59,18 +77,45 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | None, notes: list[
         band = _permute(band, order)
     extents = _extents(scop, band)
     statements = statement_names(band.get_domain())
-    arrays = {a for s in statements for a in _arrays(scop, s)}
-    chosen = size or tile_size(len(arrays))
     names = ", ".join(sorted(statements))
     permuted = "" if order == list(range(n)) else f", members reordered {tuple(order)}"
-    if all(e is not None and e <= chosen for e in extents):
+    stencil = stencil_band(scop, band)
+    sizes = _sizes(scop, statements, stencil, n, size, diamond=False)
+    if all(e is not None and e <= s for e, s in zip(extents, sizes)):
         notes.append(f"band of {names}: one tile (extents {extents}){permuted}")
         return band
-    sizes = isl.MultiVal.zero(band.band_get_space())
-    for k in range(n):
-        sizes = sizes.set_val(k, isl.Val.int_from_si(scop.ctx, chosen))
-    notes.append(f"band of {names}: tiles {'x'.join([str(chosen)] * n)}{permuted}")
-    return band.band_tile(sizes)
+    first = diamond_row(scop, stencil) if stencil is not None and diamond else None
+    if first is not None:
+        sizes = _sizes(scop, statements, stencil, n, size, diamond=True)
+    model = " (stencil sizes)" if stencil is not None and size is None else ""
+    notes.append(f"band of {names}: tiles {'x'.join(map(str, sizes))}{permuted}{model}")
+    values = isl.MultiVal.zero(band.band_get_space())
+    for k, chosen in enumerate(sizes):
+        values = values.set_val(k, isl.Val.int_from_si(scop.ctx, chosen))
+    if first is not None:
+        tile = diamond_tile(scop, band, first, values)
+        notes.append(f"band of {names}: diamond tiles, first tile row {describe_row(scop, first)}"
+                     " (concurrent start along t)")
+    else:
+        tile = band.band_tile(values)
+    if stencil is not None:
+        tile = separate_points(tile)
+    if not any(tile.band_member_get_coincident(k) for k in range(n)):
+        tile = wavefront(tile)
+        notes.append(f"band of {names}: wavefront over tile loops 0+1 (tile loop 1 parallel)")
+    return tile
+
+
+def _sizes(scop: Scop, statements: set[str], stencil: Stencil | None, n: int,
+           size: int | None, *, diamond: bool) -> list[int]:
+    """Tile size per member: ``size`` when given, else the stencil model or one size
+    from the cache model."""
+    if size is not None:
+        return [size] * n
+    if stencil is not None:
+        return stencil_sizes(stencil, n, host_caches(), diamond=diamond)
+    arrays = {a for s in statements for a in _arrays(scop, s)}
+    return [tile_size(len(arrays))] * n
 
 
 def _permute(band: isl.ScheduleNode, order: list[int]) -> isl.ScheduleNode:
@@ -91,16 +136,9 @@ def _extents(scop: Scop, band: isl.ScheduleNode) -> list[int | None]:
         times = times.intersect_params(scop.context)
     extents = []
     for k in range(band.band_n_member()):
-        values = [_span(m.range(), k) for m in union_maps(times)]
+        values = [span(m.range(), k) for m in union_maps(times)]
         extents.append(None if None in values or not values else max(values))
     return extents
-
-
-def _span(times: isl.Set, k: int) -> int | None:
-    high, low = times.dim_max_val(k), times.dim_min_val(k)
-    if not (high.is_int() and low.is_int()):
-        return None
-    return high.to_python() - low.to_python() + 1
 
 
 def _arrays(scop: Scop, name: str) -> set[str]:
