@@ -1,46 +1,40 @@
 """Benchmarks: polyc next to numpy and onnxruntime, measured in the same process.
 
-    python benchmarks/run.py [--repeat N] [--threads 1] [--cases mlp,matmul512] [--json out.json]
+    python benchmarks/run.py [--repeat N] [--threads 1,2] [--cases mlp,matmul512] [--json out.json]
 
-For each case it prints polyc's compile time and the median run time of polyc,
-polyc with tiling disabled, numpy and onnxruntime (each after warm-up), and the
-ratios polyc/numpy, polyc/onnxruntime and polyc/untiled (below 1.0 means polyc is
-faster). It also checks polyc's
-outputs against onnxruntime before timing. Results go to JSON
-(default benchmarks/results/latest.json).
+Each thread count runs in its own process, with ``OMP_NUM_THREADS`` (polyc's parallel
+loops, OpenBLAS under numpy) and onnxruntime's ``intra_op_num_threads`` set to it. For
+each case it prints polyc's compile time and the median run time of polyc, polyc
+with tiling disabled, numpy and onnxruntime (each after warm-up), and the ratios
+polyc/numpy, polyc/onnxruntime and polyc/untiled (below 1.0 means polyc is faster);
+then each one's speed-up from 1 to 2 threads. It checks polyc's outputs against
+onnxruntime before timing. Results go to JSON (default
+benchmarks/results/latest.json), one row per case and thread count.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
-import statistics
 import sys
 import time
 from pathlib import Path
 
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
 
-def _threads_from_argv(argv) -> str:
-    """Thread count, read before numpy and onnxruntime start their thread pools."""
-    for k, arg in enumerate(argv):
-        if arg == "--threads" and k + 1 < len(argv):
-            return argv[k + 1]
-        if arg.startswith("--threads="):
-            return arg.split("=", 1)[1]
-    return "1"
+from harness import (  # noqa: E402
+    arguments,
+    drive,
+    fmt_ms,
+    fmt_ratio,
+    median_time,
+    pin_threads,
+)
 
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = _threads_from_argv(sys.argv[1:])
+pin_threads(sys.argv[1:])  # before numpy and onnxruntime start their thread pools
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 
 import polyc  # noqa: E402
 
@@ -169,15 +163,6 @@ CASES = {
 }
 
 
-def median_time(fn, repeat):
-    fn()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
 
 def run_case(name, model, inputs, numpy_fn, repeat, threads):
     import onnxruntime as ort
@@ -205,32 +190,46 @@ def run_case(name, model, inputs, numpy_fn, repeat, threads):
     return row
 
 
-def _fmt(value, scale=1e3):
-    return "-" if value is None else f"{value * scale:.3f}"
+
+def print_table(rows, threads):
+    print(f"\n{threads} thread{'s' if threads > 1 else ''}")
+    print(f"{'case':<34}{'compile ms':>11}{'polyc ms':>11}{'untiled ms':>12}{'numpy ms':>10}"
+          f"{'ort ms':>10}{'polyc/numpy':>13}{'polyc/ort':>11}{'polyc/untiled':>15}")
+    for r in rows:
+        print(f"{r['case']:<34}{fmt_ms(r['compile_s']):>11}{fmt_ms(r['polyc_s']):>11}"
+              f"{fmt_ms(r['untiled_s']):>12}{fmt_ms(r['numpy_s']):>10}{fmt_ms(r['onnxruntime_s']):>10}"
+              f"{fmt_ratio(r['polyc/numpy']):>13}{fmt_ratio(r['polyc/onnxruntime']):>11}"
+              f"{fmt_ratio(r['polyc/untiled']):>15}")
+
+
+def print_scaling(runs):
+    """polyc's, numpy's and onnxruntime's speed-up from the first thread count to the others."""
+    counts = sorted(runs)
+    if len(counts) < 2:
+        return
+    base = {r["case"]: r for r in runs[counts[0]]}
+    for n in counts[1:]:
+        print(f"\nspeed-up, {counts[0]} -> {n} threads (time ratio)")
+        print(f"{'case':<34}{'polyc':>8}{'numpy':>8}{'ort':>8}")
+        for r in runs[n]:
+            b = base[r["case"]]
+            speedup = {k: (b[k] / r[k] if r[k] and b[k] else None)
+                       for k in ("polyc_s", "numpy_s", "onnxruntime_s")}
+            print(f"{r['case']:<34}{fmt_ratio(speedup['polyc_s']):>8}{fmt_ratio(speedup['numpy_s']):>8}"
+                  f"{fmt_ratio(speedup['onnxruntime_s']):>8}")
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--cases", default=",".join(CASES))
-    parser.add_argument("--json", default=str(HERE / "results" / "latest.json"))
-    args = parser.parse_args(argv)
-    rows = [run_case(*CASES[name](), args.repeat, args.threads)
-            for name in args.cases.split(",")]
-    header = (f"{'case':<28}{'compile ms':>12}{'polyc ms':>11}{'untiled ms':>12}{'numpy ms':>11}"
-              f"{'ort ms':>10}{'polyc/numpy':>13}{'polyc/ort':>11}{'polyc/untiled':>15}")
-    print(header)
-    for r in rows:
-        ratio_np = "-" if r["polyc/numpy"] is None else f"{r['polyc/numpy']:.2f}"
-        print(f"{r['case']:<28}{_fmt(r['compile_s']):>12}{_fmt(r['polyc_s']):>11}"
-              f"{_fmt(r['untiled_s']):>12}{_fmt(r['numpy_s']):>11}{_fmt(r['onnxruntime_s']):>10}"
-              f"{ratio_np:>13}{r['polyc/onnxruntime']:>11.2f}{r['polyc/untiled']:>15.2f}")
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    meta = {"machine": platform.processor() or platform.machine(), "threads": args.threads,
-            "repeat": args.repeat, "polyc": polyc.__version__}
-    Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
-    print(f"wrote {args.json}")
+    args = arguments(__doc__.splitlines()[0], CASES, json_path=HERE / "results" / "latest.json",
+                     threads=[1, 2], repeat=20, argv=argv)
+
+    def show(runs):
+        for n, rows in runs.items():
+            print_table(rows, n)
+        print_scaling(runs)
+
+    drive(args, __file__, lambda name: run_case(*CASES[name](), args.repeat, args.threads[0]),
+          show, polyc.__version__)
 
 
 if __name__ == "__main__":

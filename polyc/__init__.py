@@ -22,7 +22,8 @@ __version__ = "0.1.0"
 
 
 def compile(model, **options):  # noqa: A001 - the natural name for a compiler's entry
-    """Compile an ONNX model (path, bytes or ``onnx.ModelProto``) to a JIT-run model."""
+    """Compile an ONNX model (path, bytes or ``onnx.ModelProto``) to a JIT-run model;
+    ``options`` are :func:`polyc.pipeline.compile_model`'s (``threads=N``, ``fuse=``...)."""
     from polyc.pipeline import compile_model
     return compile_model(model, **options)
 

@@ -89,6 +89,9 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
                        help="register tile MR x NR and cache blocks MC x NC x KC of every "
                        "contraction (MatMul, Gemm); NR a multiple of 16 (default: from "
                        "the shape and the host's cache sizes)")
+    group.add_argument("--threads", type=positive_int, metavar="N",
+                       help="threads of parallel loops (default: OMP_NUM_THREADS when the "
+                       "code runs; 1: serial code, no OpenMP regions)")
     group.add_argument("--shape", metavar="NAME=D0,D1,...", type=parse_shape, action="append",
                        default=[], help="fix the shape of input NAME (repeatable)")
 
@@ -121,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("compile", compile_command, "compile an ONNX model to a shared library",
                   ["polyc compile examples/mlp.onnx -o mlp.so",
-                   "polyc compile model.onnx -o model.so --fuse max --shape x=8,64 --check"])
+                   "polyc compile model.onnx -o model.so --fuse max --shape x=8,64 --check",
+                   "polyc compile model.onnx -o model.so --threads 2"])
     sub.add_argument("model", metavar="MODEL.onnx")
     sub.add_argument("-o", "--output", metavar="OUT.so",
                      help="artifact to write (default: MODEL's name with .so, here)")
@@ -168,7 +172,8 @@ def compile_options(args) -> dict:
     """The options given on the command line, so that the pipeline's defaults apply to the rest."""
     options = {"scheduler": args.scheduler, "fuse": args.fuse,
                "shapes": dict(args.shape) or None, "check": getattr(args, "check", None),
-               "tile": args.tile, "tile_size": args.tile_size, "blocking": args.blocking}
+               "tile": args.tile, "tile_size": args.tile_size, "blocking": args.blocking,
+               "threads": args.threads}
     return {key: value for key, value in options.items() if value is not None}
 
 

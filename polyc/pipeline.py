@@ -1,12 +1,13 @@
 """The compiler, stage by stage. This is the one place that decides stage order.
 
-    ONNX model -> frontend (core ops) -> SCoP -> dependences -> fusion groups
-      -> schedule -> legality check -> bind parameters -> tiling -> legality check
-      -> isl AST
+    ONNX model -> frontend (core ops) -> SCoP -> producer inlining -> dependences
+      -> fusion groups
+      -> schedule -> legality check -> bind parameters -> tiling -> parallel marks
+      -> legality check (parallel loops included) -> isl AST
       -> buffer plan -> LLVM IR -> native code (JIT in process, or an AOT shared library)
 
 A loop nest written in Python (:mod:`polyc.scop.nest`) enters at the SCoP:
-:func:`lower` and :func:`compile_scop` share :func:`lower_scop` from dependences on.
+:func:`lower` and :func:`compile_scop` share :func:`lower_scop` from inlining on.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from polyc.errors import PolycError
 from polyc.frontend import import_model
 from polyc.frontend.core import Graph
 from polyc.fusion.groups import FusionGroups, fuse
+from polyc.fusion.inline import inline_temporaries
 from polyc.scheduler import ScheduleResult, check_legality, schedule
 from polyc.scop.build import build_scop
 from polyc.scop.dependences import compute_dependences
@@ -30,6 +32,7 @@ from polyc.scop.model import Scop
 from polyc.scop.params import bind_parameters, check_values
 from polyc.tiling import tile
 from polyc.tiling.microkernel import Blocking, as_blocking
+from polyc.tiling.parallel import parallelize
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,14 @@ class Options:
     blocking: Blocking | None = None  # contraction sizes; None: from the shape and caches
     shapes: Mapping[str, tuple[int, ...]] | None = None
     params: Mapping[str, int] | None = None  # parameter values (loop nests)
+    threads: int | None = None  # parallel loops: None OpenMP's default, 1 serial code
+
+    def __post_init__(self):
+        threads = self.threads
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                    or threads < 1):
+            raise PolycError(f"threads must be a positive int or None (OMP_NUM_THREADS), "
+                             f"got {threads!r}")
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -120,20 +131,23 @@ def lower(model, options: Options) -> Compilation:
 def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     """SCoP -> LLVM IR: every stage from dependences on; parameters stay symbolic until
     they are bound (``options.params``) for AST generation."""
+    scop, inlined = stages.run("inline", inline_temporaries, scop, policy=options.fuse)
     scop = stages.run("dependences", compute_dependences, scop)
     config.log_section(config.SYSTEMS, "dependences", str(scop.dependences))
-    groups = stages.run("fusion", fuse, scop, policy=options.fuse)
+    groups = stages.run("fusion", fuse, scop, policy=options.fuse, inlined=inlined)
     scheduled = stages.run("schedule", schedule, scop, groups, scheduler=options.scheduler)
     if options.check:
         stages.run("legality", check_legality, scop, scheduled.schedule)
     scop = stages.run("parameters", bind_parameters, scop, options.params)
     scop, scheduled = stages.run("tiling", tile, scop, scheduled, enabled=options.tile,
                                  size=options.tile_size, blocking=options.blocking)
-    if options.check and options.tile:
+    scheduled = stages.run("parallel", parallelize, scop, scheduled, threads=options.threads)
+    if options.check and (options.tile or options.threads != 1):
         stages.run("legality", check_legality, scop, scheduled.schedule)
     program = stages.run("ast", build_ast, scop, scheduled.schedule)
     plan = stages.run("buffers", plan_buffers, scop)
-    llvm_ir = stages.run("llvm", emit_module, scop, program, plan, fast_math=options.fast_math)
+    llvm_ir = stages.run("llvm", emit_module, scop, program, plan, fast_math=options.fast_math,
+                         threads=options.threads)
     config.log_section(config.LLVM, "LLVM IR (before optimisation)", llvm_ir)
     return Compilation(options, scop, groups, scheduled, program, plan, llvm_ir,
                        tuple(stages.times))
@@ -142,26 +156,30 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
 def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
                   shapes: Mapping[str, tuple[int, ...]] | None = None,
                   fast_math: bool = True, tile: bool = True,
-                  tile_size: int | None = None, blocking=None) -> "CompiledModel":
+                  tile_size: int | None = None, blocking=None,
+                  threads: int | None = None) -> "CompiledModel":
     """Compile ``model`` (path, bytes or ModelProto) to native code in this process.
     ``fast_math=False`` keeps IEEE float order: no reassociation, no FMA contraction;
     ``tile=False`` keeps the scheduler's loops untiled; ``blocking`` (a
     :class:`~polyc.tiling.microkernel.Blocking` or ``(mr, nr, mc, nc, kc)``) fixes the
-    register tile and cache blocks of every contraction."""
+    register tile and cache blocks of every contraction; ``threads`` runs parallel
+    loops on that many threads (None: ``OMP_NUM_THREADS`` at run time; 1: serial code)."""
     options = Options(scheduler, fuse, check, fast_math, tile, tile_size, as_blocking(blocking),
-                      shapes=dict(shapes) if shapes else None)
+                      shapes=dict(shapes) if shapes else None, threads=threads)
     return _jit(lower(model, options))
 
 
 def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
                  scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
                  fast_math: bool = True, tile: bool = True,
-                 tile_size: int | None = None, blocking=None) -> "CompiledModel":
+                 tile_size: int | None = None, blocking=None,
+                 threads: int | None = None) -> "CompiledModel":
     """Compile a SCoP (e.g. a :class:`polyc.scop.nest.LoopNest`'s) at the parameter
-    values ``params``; its ``run`` returns every array's final value."""
+    values ``params``; its ``run`` returns every array's final value. Options as for
+    :func:`compile_model`."""
     values = check_values(scop, params)  # before any work: name a missing value now
     options = Options(scheduler, fuse, check, fast_math, tile, tile_size, as_blocking(blocking),
-                      params=values or None)
+                      params=values or None, threads=threads)
     return _jit(lower_scop(scop, options, _Stages()))
 
 

@@ -52,7 +52,7 @@ def test_matmul_with_partial_tiles_matches_onnxruntime(shape):
     compiled = polyc.compile(model, blocking=SMALL)
     assert contraction_notes(compiled) == [
         "tiling: contraction S1_matmul_update: b packed into b_packed by "
-        f"S1_matmul_update_pack, {SMALL}"]
+        f"S1_matmul_update_pack, {SMALL}, prologue S0_matmul_init in its register tiles"]
     expected = run_onnxruntime(model, inputs)["y"]
     np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
 
@@ -74,6 +74,18 @@ def test_batched_matmul_packs_per_batch(b_batch):
     assert contraction_notes(compiled)
     packed = compiled.compilation.scop.array("b_packed")
     assert packed.shape == (2, 3, 2, 7, 32)  # batch, panels of 32 columns, k, lanes
+    expected = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("batch", [(1,), (1, 3), (3, 1)])
+def test_a_batch_loop_of_one_iteration_keeps_the_recipe(batch):
+    """isl simplifies a single-iteration loop's schedule row and strides to 0: that loop
+    is a batch loop, not a second reduction."""
+    model = matmul_model(13, 7, 40, batch=batch)
+    inputs = random_inputs(model, seed=6)
+    compiled = polyc.compile(model, blocking=SMALL)
+    assert contraction_notes(compiled)
     expected = run_onnxruntime(model, inputs)["y"]
     np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
 
@@ -153,7 +165,7 @@ def test_roles_of_a_batched_product():
 
 
 def test_blocking_from_the_shape_and_caches():
-    compiled = polyc.compile(matmul_model(1024, 1024, 1024), tile=False)
+    compiled = polyc.compile(matmul_model(1024, 1024, 1024), tile=False, threads=1)
     scop, tree = compiled.compilation.scop, compiled.schedule.schedule
     found = []
     tree.get_root().foreach_descendant_top_down(
@@ -193,3 +205,56 @@ def test_packed_contraction_as_an_ahead_of_time_artifact(tmp_path):
     loaded = polyc.load(tmp_path / "mm.so")
     assert loaded.manifest["scratch_bytes"] >= 29 * 96 * 4  # the packed panels
     np.testing.assert_array_equal(loaded.run(inputs)["y"], compiled.run(inputs)["y"])
+
+
+def matmul_bias_relu_model(m, k, n, *, gemm=False):
+    """relu(a @ w + b) as MatMul, Add, Relu, or as Gemm (bias in the init) and Relu."""
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    if gemm:
+        nodes = [helper.make_node("Gemm", ["a", "w", "bias"], ["u"], beta=0.5),
+                 helper.make_node("Relu", ["u"], ["y"])]
+    else:
+        nodes = [helper.make_node("MatMul", ["a", "w"], ["m"]),
+                 helper.make_node("Add", ["m", "bias"], ["u"]),
+                 helper.make_node("Relu", ["u"], ["y"])]
+    return make_model(nodes, [("a", [m, k])], ["y"], initializers=[("w", w), ("bias", bias)])
+
+
+@pytest.mark.parametrize("gemm", [False, True])
+@pytest.mark.parametrize("shape", [(37, 29, 70), (12, 20, 64)])
+def test_init_and_activation_run_inside_the_register_tiles(shape, gemm):
+    model = matmul_bias_relu_model(*shape, gemm=gemm)
+    inputs = random_inputs(model, seed=9)
+    compiled = polyc.compile(model, blocking=SMALL)
+    init = "S0_gemm_init" if gemm else "S0_matmul_init"
+    (note,) = contraction_notes(compiled)
+    epilogue = "S2_relu" if gemm else "S3_relu"
+    assert note.endswith(f"prologue {init} and epilogue {epilogue} in its register tiles")
+    # no band of their own: they run only at the first / last k block, inside the tiles
+    assert not [d for d in compiled.schedule.decisions
+                if d.startswith("tiling: band") and (init in d or epilogue in d)]
+    scop = compiled.compilation.scop
+    check_legality(scop, compiled.schedule.schedule)
+    expected = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
+    untiled = polyc.compile(model, tile=False, fast_math=False).run(inputs)["y"]
+    exact = polyc.compile(model, blocking=SMALL, fast_math=False).run(inputs)["y"]
+    np.testing.assert_array_equal(exact, untiled)
+
+
+def test_a_statement_between_contraction_and_epilogue_keeps_it_outside():
+    """relu(m) comes after another op that reads m: it is not the child right after the
+    contraction in the schedule, so it keeps its own loops."""
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["m"]),
+             helper.make_node("ReduceSum", ["m"], ["s"], keepdims=0),
+             helper.make_node("Relu", ["m"], ["y"])]
+    model = make_model(nodes, [("a", [13, 7]), ("b", [7, 40])], ["s", "y"])
+    compiled = polyc.compile(model, blocking=SMALL)
+    (note,) = contraction_notes(compiled)
+    assert "epilogue" not in note
+    inputs = random_inputs(model, seed=10)
+    expected = run_onnxruntime(model, inputs)
+    for name, value in compiled.run(inputs).items():
+        np.testing.assert_allclose(value, expected[name], rtol=RTOL, atol=1e-5, err_msg=name)

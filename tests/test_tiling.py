@@ -110,3 +110,22 @@ def test_a_loop_of_one_iteration_does_not_hide_the_stride_1_loop():
     inputs = random_inputs(model, seed=8)
     np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
                                rtol=RTOL, atol=1e-5)
+
+
+@pytest.mark.parametrize("axis", [1, 0])
+def test_a_reduction_band_keeps_the_contiguous_loop_innermost(axis):
+    """max over the contiguous axis: the reduction loop i1 goes innermost (x stride 1, the
+    accumulator invariant in a register), not the output loop, which would stride x by
+    a whole row; over axis 0 the output loop i1 is stride-1 for x and y and goes there."""
+    from onnx import helper
+
+    from onnx_helpers import make_model
+
+    model = make_model([helper.make_node("ReduceMax", ["x"], ["y"], axes=[axis], keepdims=0)],
+                       [("x", [70, 90])], ["y"])
+    compiled = polyc.compile(model, tile_size=32)
+    update = [line for line in pluto_notation(compiled.schedule.schedule).splitlines()
+              if line.startswith("T(S1_reduce_max_update)")]
+    assert update[0].endswith(", (i1) mod 32)")
+    inputs = random_inputs(model, seed=8)
+    np.testing.assert_array_equal(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"])

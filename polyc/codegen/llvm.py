@@ -2,7 +2,9 @@
 
 The module defines ``polyc_kernel`` (internal; every array a ``noalias`` pointer
 parameter) and the exported entry ``polyc_main(inputs..., outputs..., scratch)``,
-which places temporaries in scratch and passes constants (module globals).
+which places temporaries in scratch and passes constants (module globals). Each loop
+under a ``parallel`` mark is outlined to a body function of its own, run on threads
+by the OpenMP runtime (:mod:`polyc.codegen.parallel`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import islpy as isl
 import numpy as np
 from llvmlite import ir
 
-from polyc.codegen import vector
+from polyc.codegen import parallel, vector
 from polyc.codegen.ast import LoopProgram
 from polyc.codegen.exprs import F32, FAST, FLOAT_FUNCTIONS, I64, fconst, int_expr
 from polyc.codegen.layout import ALIGN, BufferPlan
@@ -26,24 +28,27 @@ ENTRY = "polyc_main"
 
 
 def emit_module(scop: Scop, program: LoopProgram, plan: BufferPlan, *,
-                fast_math: bool = True) -> str:
+                fast_math: bool = True, threads: int | None = None) -> str:
     """The LLVM IR text of the whole model; ``fast_math=False`` drops the float
-    reassociation and contraction flags, so every schedule computes bit-identical sums."""
+    reassociation and contraction flags, so every schedule computes bit-identical sums.
+    ``threads`` runs parallel loops on that many threads (None: the OpenMP default;
+    1: no parallel regions at all)."""
     module = ir.Module(name="polyc")
     arrays = plan.inputs + plan.outputs + tuple(plan.scratch) + plan.constants
-    kernel = _kernel(module, scop, program, arrays)
+    kernel = _kernel(module, scop, program, arrays, threads)
     if not fast_math:
-        _drop_fast_math(kernel)
+        _drop_fast_math(module)
     _entry(module, kernel, plan, _constants(module, scop, plan))
     return str(module)
 
 
-def _drop_fast_math(fn: ir.Function) -> None:
-    for block in fn.blocks:
-        for instr in block.instructions:
-            flags = getattr(instr, "flags", None)
-            if flags:
-                flags[:] = [f for f in flags if f not in FAST]
+def _drop_fast_math(module: ir.Module) -> None:
+    for fn in module.functions:
+        for block in fn.blocks:
+            for instr in block.instructions:
+                flags = getattr(instr, "flags", None)
+                if flags:
+                    flags[:] = [f for f in flags if f not in FAST]
 
 
 def _constants(module: ir.Module, scop: Scop, plan: BufferPlan) -> list[ir.GlobalVariable]:
@@ -71,14 +76,16 @@ def _entry(module, kernel, plan: BufferPlan, globals_: list) -> None:
     b.ret_void()
 
 
-def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...]) -> ir.Function:
+def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...],
+            threads: int | None) -> ir.Function:
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * len(arrays)),
                      name="polyc_kernel")
     fn.linkage = "internal"
     for arg, name in zip(fn.args, arrays):
         arg.name = name
         arg.add_attribute("noalias")
-    emitter = _LoopEmitter(fn, dict(zip(arrays, fn.args)), program, scop.param_values or {})
+    emitter = _LoopEmitter(fn, dict(zip(arrays, fn.args)), program, scop.param_values or {},
+                           threads=threads)
     emitter.node(program.root)
     emitter.builder.ret_void()
     return fn
@@ -86,10 +93,13 @@ def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...]) -
 
 class _LoopEmitter:
     """Walks the isl AST; loop iterators live in entry-block allocas (mem2reg lifts them);
-    parameter ids are the i64 constants of their bound values."""
+    parameter ids are the i64 constants of their bound values. In an outlined loop body,
+    ``outer`` gives the values of the enclosing loops' iterators (its parameters), and
+    parallel marks are emitted serially."""
 
     def __init__(self, fn: ir.Function, pointers: dict, program: LoopProgram,
-                 params: Mapping[str, int]):
+                 params: Mapping[str, int], *, threads: int | None = None,
+                 outer: Mapping[str, ir.Value] | None = None):
         self.fn, self.pointers, self.program, self.params = fn, pointers, program, params
         self.entry = fn.append_basic_block("entry")
         self.builder = ir.IRBuilder(fn.append_basic_block("body"))
@@ -97,6 +107,10 @@ class _LoopEmitter:
         self.entry_builder = ir.IRBuilder(self.entry)
         self._entry_jump = self.entry_builder.branch(self.builder.block)
         self.vector = False  # inside a vector mark
+        self.threads = threads
+        self.outer = dict(outer or {})
+        self.serial = outer is not None or threads == 1  # parallel marks run serially
+        self.scope: list[str] = []  # iterators of the loops around the current node
 
     def node(self, node: isl.AstNode) -> None:
         kinds = isl.ast_node_type
@@ -110,6 +124,8 @@ class _LoopEmitter:
     def iterator_value(self, name: str) -> ir.Value:
         if name in self.iterators:
             return self.builder.load(self.iterators[name], typ=I64)
+        if name in self.outer:
+            return self.outer[name]
         if name in self.params:
             return ir.Constant(I64, self.params[name])
         raise CodegenError(f"the isl AST uses {name!r}, neither a loop iterator nor a bound "
@@ -117,26 +133,39 @@ class _LoopEmitter:
 
     def _iterator_slot(self, name: str) -> ir.AllocaInstr:
         if name not in self.iterators:
-            self.entry_builder.position_before(self._entry_jump)
-            self.iterators[name] = self.entry_builder.alloca(I64, name=name)
+            self.iterators[name] = self._entry_alloca(I64, name)
         return self.iterators[name]
+
+    def _entry_alloca(self, typ: ir.Type, name: str = "") -> ir.AllocaInstr:
+        self.entry_builder.position_before(self._entry_jump)
+        return self.entry_builder.alloca(typ, name=name)
 
     def for_(self, node: isl.AstNode) -> None:
         lanes = vector.lanes(node, self._offsets) if self.vector else None
         if lanes is not None:
             self.vector_user(lanes)
             return
+        self.loop(node, self.int_value(node.for_get_init()))
+
+    def loop(self, node: isl.AstNode, init: ir.Value, last: ir.Value | None = None) -> None:
+        """The ``for`` node from ``init``; up to ``last`` (inclusive) instead of its own
+        condition when given."""
         b = self.builder
-        slot = self._iterator_slot(node.for_get_iterator().id_get_id().get_name())
-        b.store(self.int_value(node.for_get_init()), slot)
+        name = node.for_get_iterator().id_get_id().get_name()
+        slot = self._iterator_slot(name)
+        b.store(init, slot)
         header = self.fn.append_basic_block(f"{slot.name}.header")
         body = self.fn.append_basic_block(f"{slot.name}.body")
         exit_ = self.fn.append_basic_block(f"{slot.name}.exit")
         b.branch(header)
         b.position_at_end(header)
-        b.cbranch(self.int_value(node.for_get_cond()), body, exit_)
+        cond = (self.int_value(node.for_get_cond()) if last is None
+                else b.icmp_signed("<=", b.load(slot, typ=I64), last))
+        b.cbranch(cond, body, exit_)
         b.position_at_end(body)
+        self.scope.append(name)
         self.node(node.for_get_body())
+        self.scope.pop()
         step = b.add(b.load(slot, typ=I64), self.int_value(node.for_get_inc()))
         b.store(step, slot)
         b.branch(header)
@@ -161,10 +190,34 @@ class _LoopEmitter:
             self.node(children.get_at(k))
 
     def mark(self, node: isl.AstNode) -> None:
+        name, child = node.mark_get_id().get_name(), node.mark_get_node()
+        bounds = parallel.loop_bounds(child) if name == parallel.MARK else None
+        if bounds is not None and not self.serial:
+            self.parallel_loop(child, bounds)
+            return
         outer = self.vector
-        self.vector = outer or node.mark_get_id().get_name() == vector.MARK
-        self.node(node.mark_get_node())
+        self.vector = outer or name == vector.MARK
+        self.node(child)
         self.vector = outer
+
+    def parallel_loop(self, node: isl.AstNode, bounds: parallel.Bounds) -> None:
+        """The ``for`` node as a body function of its own, run on the threads."""
+        arrays = parallel.arrays_in(node, self.program)
+        outer = [*self.outer, *self.scope]
+        body = parallel.body_function(self.fn.module, f"{self.fn.name}.loop{bounds.iterator}",
+                                      arrays, outer, bounds.iterator)
+        n = len(arrays)
+        emitter = _LoopEmitter(body, dict(zip(arrays, body.args[:n])), self.program,
+                               self.params, threads=self.threads,
+                               outer=dict(zip(outer, body.args[n:])))
+        lo, hi = parallel.within(emitter.builder, *body.args[-2:],
+                                 emitter.int_value(bounds.init), emitter.int_value(bounds.last))
+        emitter.loop(node, lo, hi)
+        emitter.builder.ret_void()
+        values = [self.pointers[a] for a in arrays] + [self.iterator_value(i) for i in outer]
+        parallel.call(self.builder, self._entry_alloca, body, values,
+                      self.int_value(bounds.init), self.int_value(bounds.last), bounds.step,
+                      self.threads)
 
     def _offsets(self, user: isl.AstNode) -> list[isl.AstExpr]:
         instance = self.program.instance(user)

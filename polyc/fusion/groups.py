@@ -5,13 +5,17 @@ decides the loop structure. Policies:
 
 - ``none``  every core op (a Map, or a Reduce's init + update) is its own group;
 - ``smart`` an elementwise Map joins the group of the op that produced its input
-  when it runs over that op's output shape (bias, activation epilogues);
+  when it runs over that op's output shape (bias, activation epilogues), and a
+  row-wise op joins row-wise producers it reads from row by row (softmax: max, exp,
+  sum and divide fuse at the row loop); contractions never join row-wise groups;
 - ``max``   all statements form one group.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import islpy as isl
 
 from polyc.errors import PolycError
 from polyc.scop.model import Scop, Statement
@@ -24,13 +28,16 @@ ALIASES = {"nofuse": "none", "smartfuse": "smart", "maxfuse": "max"}  # Pluto's 
 class FusionGroups:
     policy: str
     groups: tuple[tuple[str, ...], ...]  # statement names, program order
+    inlined: tuple[str, ...] = ()  # notes of polyc.fusion.inline, before grouping
 
     def __str__(self) -> str:
-        return "\n".join(f"G{k}: {', '.join(g)}" for k, g in enumerate(self.groups))
+        return "\n".join([*self.inlined,
+                          *(f"G{k}: {', '.join(g)}" for k, g in enumerate(self.groups))])
 
 
-def fuse(scop: Scop, *, policy: str = "smart") -> FusionGroups:
-    """Partition the statements of ``scop`` into consecutive fusion groups."""
+def fuse(scop: Scop, *, policy: str = "smart", inlined: tuple[str, ...] = ()) -> FusionGroups:
+    """Partition the statements of ``scop`` into consecutive fusion groups; ``inlined``
+    records what :func:`polyc.fusion.inline.inline_temporaries` did before."""
     policy = canonical_policy(policy)
     by_op: dict[int, list[Statement]] = {}
     for statement in scop.statements:
@@ -42,7 +49,7 @@ def fuse(scop: Scop, *, policy: str = "smart") -> FusionGroups:
         runs = ops
     else:
         runs = _smart_runs(ops)
-    return FusionGroups(policy, tuple(tuple(s.name for s in run) for run in runs))
+    return FusionGroups(policy, tuple(tuple(s.name for s in run) for run in runs), inlined)
 
 
 def canonical_policy(policy: str) -> str:
@@ -57,7 +64,7 @@ def canonical_policy(policy: str) -> str:
 def _smart_runs(ops: list[list[Statement]]) -> list[list[Statement]]:
     runs: list[list[Statement]] = []
     for op in ops:
-        if runs and _is_epilogue(op, runs[-1][-1]):
+        if runs and (_is_epilogue(op, runs[-1][-1]) or _shares_rows(op, runs[-1])):
             runs[-1].extend(op)
         else:
             runs.append(list(op))
@@ -74,3 +81,33 @@ def _is_epilogue(op: list[Statement], producer: Statement) -> bool:
     same_box = written.get_space() == produced.get_space() and written.is_equal(produced)
     reads_it = any(r.array == producer.write.array for r in statement.reads)
     return same_box and reads_it
+
+
+def _shares_rows(op: list[Statement], run: list[Statement]) -> bool:
+    """A row-wise op after row-wise producers (softmax, normalisations): it reads what
+    the run wrote, and every such value flows within one index of the outermost loop
+    (the writer's loop 0 is the element's index 0, which is the reader's loop 0). The
+    scheduler can then fuse the group at the row loop, so each row's intermediates stay
+    in cache. Contractions stay apart: their recipe needs a band of their own."""
+    if any(_is_contraction(s) for s in run + op):
+        return False
+    writers = {s.write.array: s for s in run}
+    flows = [(writers[r.array], r) for s in op for r in s.reads if r.array in writers]
+    return bool(flows) and all(_first_index_is_loop_0(w.write.relation)
+                               and _first_index_is_loop_0(r.relation) for w, r in flows)
+
+
+def _is_contraction(statement: Statement) -> bool:
+    """A reduction update multiplying two arrays (a MatMul, Gemm, convolution)."""
+    return len(statement.reads) > 2 and statement.reads[0].array == statement.write.array \
+        and sum(r.array != statement.write.array for r in statement.reads) >= 2
+
+
+def _first_index_is_loop_0(access: isl.Map) -> bool:
+    space = access.get_space()
+    if space.dim(isl.dim_type.in_) == 0 or space.dim(isl.dim_type.out) == 0:
+        return False
+    same = (isl.Constraint.equality_alloc(isl.LocalSpace.from_space(space))
+            .set_coefficient_val(isl.dim_type.in_, 0, 1)
+            .set_coefficient_val(isl.dim_type.out, 0, -1))
+    return access.is_subset(isl.Map.universe(space).add_constraint(same))

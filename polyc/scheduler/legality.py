@@ -1,14 +1,18 @@
 """The legality checker: a schedule is legal when every dependence goes forward,
 i.e. for each dependence ``x -> y``, ``T(x)`` is lexicographically before ``T(y)``,
-and it schedules exactly the statement instances of the SCoP.
+and it schedules exactly the statement instances of the SCoP; and every loop under a
+``parallel`` mark carries no dependence: for each dependence ``x -> y`` between
+instances below the mark whose outer loops agree, ``x`` and ``y`` run in the same
+iteration of the parallel loop.
 """
 
 from __future__ import annotations
 
 import islpy as isl
 
+from polyc.codegen.parallel import MARK as PARALLEL_MARK
 from polyc.errors import IllegalScheduleError
-from polyc.islutil import union_maps
+from polyc.islutil import statement_names, union_maps
 from polyc.scop.model import Scop
 
 
@@ -23,6 +27,7 @@ def check_legality(scop: Scop, schedule: isl.Schedule) -> None:
     for kind, umap in scop.dependences.kinds().items():
         for dep in union_maps(umap):
             _check_one(kind, dep, times)
+    check_parallel(scop, schedule)
 
 
 def _check_one(kind: str, dep: isl.Map, times: isl.UnionMap) -> None:
@@ -43,3 +48,45 @@ def _check_one(kind: str, dep: isl.Map, times: isl.UnionMap) -> None:
     raise IllegalScheduleError(
         f"{kind} dependence {src} -> {dst} is not respected: {dep}; "
         f"violated at {sample}")
+
+
+def check_parallel(scop: Scop, schedule: isl.Schedule) -> None:
+    """Raise :class:`IllegalScheduleError` when the loop under a ``parallel`` mark (the
+    first member of the band right below it) carries a dependence: two dependent
+    instances with the same outer schedule prefix in different iterations of the loop."""
+    marks: list[isl.ScheduleNode] = []
+
+    def visit(node: isl.ScheduleNode) -> bool:
+        if (node.get_type() == isl.schedule_node_type.mark
+                and node.mark_get_id().get_name() == PARALLEL_MARK):
+            marks.append(node.copy())  # the callback's node is only borrowed
+        return True
+
+    schedule.get_root().foreach_descendant_top_down(visit)
+    for mark in marks:
+        _check_parallel_loop(scop, mark)
+
+
+def _check_parallel_loop(scop: Scop, mark: isl.ScheduleNode) -> None:
+    band = mark.child(0)
+    if band.get_type() != isl.schedule_node_type.band:
+        raise IllegalScheduleError(f"a parallel mark is above a {band.get_type()} node, "
+                                   "not a band")
+    domain = band.get_domain()
+    outer = band.get_prefix_schedule_union_map().intersect_domain(domain)
+    loop = isl.UnionMap.from_union_pw_aff(band.band_get_partial_schedule().get_at(0))
+    same_outer = outer.apply_range(outer.reverse())
+    same_iteration = loop.apply_range(loop.reverse())
+    for kind, umap in scop.dependences.kinds().items():
+        deps = umap.intersect_domain(domain).intersect_range(domain)
+        if scop.context is not None:
+            deps = deps.intersect_params(scop.context)
+        carried = deps.intersect(same_outer).subtract(same_iteration)
+        if carried.is_empty():
+            continue
+        (dep, *_) = union_maps(carried)
+        names = ", ".join(sorted(statement_names(domain)))
+        raise IllegalScheduleError(
+            f"parallel loop {loop} of {names} carries a {kind} dependence "
+            f"{dep.get_tuple_name(isl.dim_type.in_)} -> {dep.get_tuple_name(isl.dim_type.out)}"
+            f": {dep}; e.g. {dep.sample()}")

@@ -110,16 +110,18 @@ class LoopNest:
 
     def compile(self, *, params: Mapping[str, int] | None = None, scheduler: str = "pluto",
                 fuse: str = "smart", check: bool = True, fast_math: bool = True,
-                tile: bool = True, tile_size: int | None = None, blocking=None):
+                tile: bool = True, tile_size: int | None = None, blocking=None,
+                threads: int | None = None):
         """Native code for the nest at these parameter values: a
         :class:`polyc.pipeline.CompiledModel` whose ``run({array: value})`` returns every
         array's final value (given arrays are copied, omitted ``result`` arrays start at 0).
         The nest is one fusion group: ``fuse`` (none / smart / max, or Pluto's nofuse /
-        smartfuse / maxfuse) is the policy the scheduler cuts it by."""
+        smartfuse / maxfuse) is the policy the scheduler cuts it by; ``threads`` as for
+        :func:`polyc.compile`."""
         from polyc.pipeline import compile_scop
         return compile_scop(self.scop(), params=params, scheduler=scheduler, fuse=fuse,
                             check=check, fast_math=fast_math, tile=tile, tile_size=tile_size,
-                            blocking=blocking)
+                            blocking=blocking, threads=threads)
 
     # -- checking and building the isl objects --------------------------------------
 

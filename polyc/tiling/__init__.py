@@ -24,9 +24,11 @@ from polyc.scop.dependences import compute_dependences
 from polyc.scop.model import Scop
 from polyc.tiling.cache import host_caches
 from polyc.tiling.contraction import Contraction, match_contraction
+from polyc.tiling.epilogue import Attached, attachable
 from polyc.tiling.microkernel import (
     Blocking,
     choose_blocking,
+    full_tiles,
     isolate_full_tiles,
     recipe_schedule,
 )
@@ -46,10 +48,13 @@ def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
     if not enabled:
         return scop, dataclasses.replace(result, decisions=result.decisions + ("tiling: off",))
     contractions = _contractions(scop, result.schedule, blocking)
-    skip = {c.statement.name for c, _ in contractions}
+    attached = {c.statement.name: _neighbours(result.schedule, c, attachable(scop, c))
+                for c, _ in contractions}
+    skip = {name for name in attached} | {a.statement.name for found in attached.values()
+                                          for a in found}
     schedule, notes = tile_bands(scop, result.schedule, size, skip=skip)
     if contractions:
-        scop, schedule, recipe_notes = _apply_recipe(scop, schedule, contractions)
+        scop, schedule, recipe_notes = _apply_recipe(scop, schedule, contractions, attached)
         notes = recipe_notes + notes
     notes = notes or ["no permutable band of two or more loops"]
     return scop, dataclasses.replace(result, schedule=schedule, decisions=result.decisions
@@ -75,7 +80,8 @@ def _contractions(scop: Scop, schedule: isl.Schedule, blocking: Blocking | None
 
 
 def _apply_recipe(scop: Scop, schedule: isl.Schedule,
-                  contractions: list[tuple[Contraction, Blocking]]):
+                  contractions: list[tuple[Contraction, Blocking]],
+                  attached: dict[str, list[Attached]]):
     packs = {}
     for c, block in contractions:
         scop, packed = pack(scop, c, block.nr)
@@ -85,7 +91,8 @@ def _apply_recipe(scop: Scop, schedule: isl.Schedule,
     def replace(band: isl.ScheduleNode):
         names = statement_names(band.get_domain())
         if len(names) == 1 and names <= packs.keys():
-            return recipe_schedule(*packs[names.pop()])
+            name = names.pop()
+            return recipe_schedule(*packs[name], attached[name])
         return None
 
     copies = {packed.copy.name: packed for packed, _ in packs.values()}
@@ -99,10 +106,45 @@ def _apply_recipe(scop: Scop, schedule: isl.Schedule,
                 source.pullback_pw_multi_aff(to_statement)))
         return row
 
-    schedule = rebuild(schedule, replace, extend)
-    tiles = {name: (packed.contraction, block) for name, (packed, block) in packs.items()}
-    schedule = isolate_full_tiles(schedule, tiles)
+    moved = {a.statement.name for found in attached.values() for a in found}
+    schedule = rebuild(schedule, replace, extend, moved)
+    full = {}
+    for name, (packed, block) in packs.items():
+        full.update(full_tiles(packed.contraction, block, attached[name]))
+    schedule = isolate_full_tiles(schedule, full)
     notes = [f"contraction {name}: {packed.source} packed into {packed.array} by "
-             f"{packed.copy.name}, {block}"
+             f"{packed.copy.name}, {block}{_attached_note(attached[name])}"
              for name, (packed, block) in packs.items()]
     return scop, schedule, notes
+
+
+def _neighbours(schedule: isl.Schedule, c: Contraction, candidates: list[Attached]
+                ) -> list[Attached]:
+    """The candidates that are the children of the sequence right before (a prologue)
+    or right after (an epilogue) the contraction's own child: moving them into its
+    register tiles then passes no other statement."""
+    name = c.statement.name
+    found: list[Attached] = []
+
+    def visit(node: isl.ScheduleNode) -> bool:
+        if node.get_type() != isl.schedule_node_type.sequence:
+            return True
+        children = [statement_names(node.child(k).filter_get_filter())
+                    for k in range(node.n_children())]
+        if {name} not in children:
+            return True
+        at = children.index({name})
+        for a in candidates:
+            side = at - 1 if a.prologue else at + 1
+            if 0 <= side < len(children) and children[side] == {a.statement.name}:
+                found.append(a)
+        return False
+
+    schedule.get_root().foreach_descendant_top_down(visit)
+    return found
+
+
+def _attached_note(attached: list[Attached]) -> str:
+    parts = [f"{'prologue' if a.prologue else 'epilogue'} {a.statement.name}"
+             for a in attached]
+    return f", {' and '.join(parts)} in its register tiles" if parts else ""

@@ -25,7 +25,7 @@ import islpy as isl
 from polyc.frontend.core import Call, Const
 from polyc.islutil import box, flat_offset, union_maps, union_sets
 from polyc.scop.model import Load, Scop, Statement
-from polyc.tiling.order import band_rows, coefficients
+from polyc.tiling.order import band_rows, coefficients, moving_dims
 
 
 @dataclass(frozen=True)
@@ -51,14 +51,14 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
     statement = scop.statement(statements[0].get_tuple_name())
     operands = _operands(statement)
     extents = _box_extents(scop, statement.domain)
-    if operands is None or extents is None or not _unit_rows(band, len(extents)):
+    if operands is None or extents is None or not _unit_rows(scop, band, statement):
         return None
     x, y = operands
     strides = [_strides(scop, access) for access in
                (statement.write, statement.reads[x], statement.reads[y])]
     if any(s is None for s in strides):
         return None
-    return _roles(statement, extents, *strides, x, y)
+    return _roles(statement, extents, moving_dims(statement.domain, scop), *strides, x, y)
 
 
 def _operands(statement: Statement) -> tuple[int, int] | None:
@@ -104,22 +104,31 @@ def _box_extents(scop: Scop, domain: isl.Set) -> tuple[int, ...] | None:
     return tuple(extents) if hull.is_subset(domain) else None
 
 
-def _unit_rows(band: isl.ScheduleNode, n_dims: int) -> bool:
+def _unit_rows(scop: Scop, band: isl.ScheduleNode, statement: Statement) -> bool:
+    """The band's members are the statement's loops, each once. On the domain isl
+    simplifies the row of a loop of one iteration to zeros: such a loop matches any row
+    that is zero on the other loops."""
     (relation,) = union_maps(band.band_get_partial_schedule_union_map()
                              .intersect_domain(band.get_domain()))
     rows = band_rows(relation)
+    n_dims = statement.domain.dim(isl.dim_type.set)
     if rows is None or len(rows) != n_dims:
         return False
-    units = sorted(r.index(1) for r in rows if sorted(r) == [0] * (n_dims - 1) + [1])
-    return units == list(range(n_dims))
+    moving = moving_dims(statement.domain, scop)
+    on_moving = [[row[d] for d in moving] for row in rows]
+    units = sorted(r.index(1) for r in on_moving if sorted(r) == [0] * (len(moving) - 1) + [1])
+    zeros = sum(not any(r) for r in on_moving)
+    return units == list(range(len(moving))) and zeros == n_dims - len(moving)
 
 
 def _strides(scop: Scop, access) -> list[int] | None:
     return coefficients(flat_offset(access.relation, scop.array(access.array).shape))
 
 
-def _roles(statement, extents, write, x, y, read_x: int, read_y: int) -> Contraction | None:
-    dims = range(len(extents))
+def _roles(statement, extents, dims, write, x, y, read_x: int, read_y: int
+           ) -> Contraction | None:
+    """Roles among the loops ``dims`` of more than one iteration; a loop of one
+    iteration (whose strides isl may have simplified to 0) is a batch loop."""
     reduction = [d for d in dims if write[d] == 0]
     if len(reduction) != 1 or not (x[reduction[0]] and y[reduction[0]]):
         return None
@@ -132,5 +141,5 @@ def _roles(statement, extents, write, x, y, read_x: int, read_y: int) -> Contrac
     if not rows:
         return None
     i = rows[0][1]
-    batch = tuple(d for d in dims if d not in (i, j, k))
+    batch = tuple(d for d in range(len(extents)) if d not in (i, j, k))
     return Contraction(statement, i, j, k, batch, a, b, tuple(extents))

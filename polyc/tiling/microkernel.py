@@ -1,26 +1,33 @@
 """The contraction recipe as a schedule subtree: cache blocks, packed panels and a
 register tile of vector accumulators (the loop structure of BLIS / GotoBLAS).
 
-For ``C[i, j] += A[i, k] * Bp[j/nr, k, j%nr]`` and its packing copy ``P``::
+For ``C[i, j] += A[i, k] * Bp[j/nr, k, j%nr]``, its packing copy ``P``, and the
+statements attached to its tiles (:mod:`polyc.tiling.epilogue`: the init ``I`` of C
+and an elementwise ``E`` reading C)::
 
-    band  [batch.., j/nc, k/kc]                       cache blocks (P and S)
+    band  [batch.., j/nc, k/kc]          cache blocks (I at the first k block, E at the last)
       sequence
         P: band [jb, k, jj/16]  mark vector  band [jj]     pack the kc x nc block
-        S: mark register_tile
-             band [i/mc, j/nr, i/mr, k, i, j/16]           isolated full tiles:
-               mark vector  band [j]                       i and j/16 unrolled
+        band [i/mc, j/nr, i/mr]                            one register tile
+          sequence
+            I: mark register_tile  band [i, j/16]     mark vector  band [j]
+            S: mark register_tile  band [k, i, j/16]  mark vector  band [j]
+            E: mark register_tile  band [i, j/16]     mark vector  band [j]
 
 Inside a full register tile the ``k`` loop carries ``mr x nr/16`` vector accumulators
 (the loads and stores of C do not depend on ``k``, so LLVM keeps them in registers);
 each step broadcasts ``mr`` elements of A and loads ``nr/16`` vectors of packed B.
-Full tiles are separated from partial ones with isl's ``isolate`` option, so their
-loops have constant trip counts; partial tiles run the same loops with masked lanes.
-Every ``k`` stays in its original order for each ``C`` element, so the sums are the
-same as the untiled loops' (bit for bit without fast-math).
+``I`` and ``E`` touch the tile while it is in registers or L1, instead of a pass over
+the whole of C each. Full tiles are separated from partial ones with isl's
+``isolate`` option on each ``register_tile`` band, with ``i`` and ``j/16`` unrolled, so
+their loops have constant trip counts; partial tiles run the same loops with masked
+lanes. Every ``k`` stays in its original order for each ``C`` element, so the sums
+are the same as the untiled loops' (bit for bit without fast-math).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import islpy as isl
@@ -31,6 +38,7 @@ from polyc.errors import PolycError
 from polyc.islutil import multi_union, statement_names, variable
 from polyc.tiling.cache import FLOAT_BYTES, Caches
 from polyc.tiling.contraction import Contraction
+from polyc.tiling.epilogue import Attached
 from polyc.tiling.packing import Packed
 
 REGISTER_MARK = "register_tile"
@@ -98,8 +106,10 @@ def _fit(budget: int, unit: int, extent: int) -> int:
     return min(size, -(-extent // unit) * unit)
 
 
-def recipe_schedule(packed: Packed, block: Blocking) -> isl.Schedule:
-    """The subtree above (domain: the statement and its packing copy)."""
+def recipe_schedule(packed: Packed, block: Blocking,
+                    attached: Sequence[Attached] = ()) -> isl.Schedule:
+    """The subtree above (domain: the statement, its packing copy and the statements
+    ``attached`` to its register tiles)."""
     c, copy = packed.contraction, packed.copy
     s_space, p_space = c.statement.domain.get_space(), copy.domain.get_space()
     nb, nr = len(c.batch), packed.nr
@@ -111,21 +121,42 @@ def recipe_schedule(packed: Packed, block: Blocking) -> isl.Schedule:
                       copy.domain, [p(nb + 2)])
     copy_tree = _mark(copy_tree, VECTOR_MARK)
     copy_tree = _band(copy_tree, copy.domain, [p(nb), p(nb + 1), _div(p(nb + 2), LANES)])
+    copy_band = copy_tree.get_root().child(0)
+    for member in (0, 1):  # panels and rows of the copy: each element is written once
+        copy_band = copy_band.band_member_set_coincident(member, 1)
+    copy_tree = copy_band.get_schedule()
 
     i, j, k = s(c.i), s(c.j), s(c.k)
-    tile_tree = _band(isl.Schedule.from_domain(isl.UnionSet.from_set(c.statement.domain)),
-                      c.statement.domain, [j])
-    tile_tree = _mark(tile_tree, VECTOR_MARK)
-    tile_tree = _band(tile_tree, c.statement.domain,
-                      [_div(i, block.mc), _div(j, nr), _div(i, block.mr), k, i,
-                       _div(j, LANES)])
-    tile_tree = _mark(tile_tree, REGISTER_MARK)
+    parts = [(c.statement.domain, None)] + [(a.statement.domain, a) for a in attached]
+    trees = {}
+    for domain, a in parts:  # innermost: a row of vectors; k outside them for S
+        tree = _rows_band(isl.Schedule.from_domain(isl.UnionSet.from_set(domain)),
+                          [(domain, a)], [j])
+        tree = _rows_band(_mark(tree, VECTOR_MARK), [(domain, a)],
+                          ([] if a else [k]) + [i, _div(j, LANES)])
+        trees[domain.get_tuple_name()] = _mark(tree, REGISTER_MARK)
+    order = [a.statement.name for a in attached if a.prologue] + [c.statement.name] + \
+        [a.statement.name for a in attached if not a.prologue]
+    tile_tree = trees[order[0]]
+    for name in order[1:]:
+        tile_tree = tile_tree.sequence(trees[name])
+    tile_tree = _rows_band(tile_tree, parts, [_div(i, block.mc), _div(j, nr), _div(i, block.mr)])
+    band = tile_tree.get_root().child(0)
+    for member in (0, 1):  # row and column blocks of C: no dependence crosses them
+        band = band.band_member_set_coincident(member, 1)
 
-    tree = copy_tree.sequence(tile_tree)
-    outer_s = [s(d) for d in c.batch] + [_div(j, block.nc), _div(k, block.kc)]
-    outer_p = [p(n) for n in range(nb)] + [_div(p_j, block.nc), _div(p(nb + 1), block.kc)]
-    rows = [_union(c.statement.domain, a).union_add(_union(copy.domain, b))
-            for a, b in zip(outer_s, outer_p)]
+    tree = copy_tree.sequence(band.get_schedule())
+    last = (c.extent("k") - 1) // block.kc
+    rows = [_rows(parts, s(d)).union_add(_union(copy.domain, p(n)))
+            for n, d in enumerate(c.batch)]
+    rows.append(_rows(parts, _div(j, block.nc)).union_add(
+        _union(copy.domain, _div(p_j, block.nc))))
+    k_blocks = _union(c.statement.domain, _div(k, block.kc)).union_add(
+        _union(copy.domain, _div(p(nb + 1), block.kc)))
+    for a in attached:  # the first k block for a prologue, the last for an epilogue
+        k_blocks = k_blocks.union_add(_union(a.statement.domain, _constant(
+            a.statement.domain.get_space(), 0 if a.prologue else last)))
+    rows.append(k_blocks)
     node = tree.insert_partial_schedule(_multi(rows)).get_root().child(0)
     node = node.band_set_permutable(1)
     for member in range(nb + 1):  # batch and column blocks: no dependence crosses them
@@ -133,38 +164,63 @@ def recipe_schedule(packed: Packed, block: Blocking) -> isl.Schedule:
     return node.get_schedule()
 
 
-def isolate_full_tiles(schedule: isl.Schedule, tiles: dict[str, tuple[Contraction,
-                                                                       Blocking]]):
+def isolate_full_tiles(schedule: isl.Schedule, full: dict[str, isl.Set]) -> isl.Schedule:
     """Set the ``isolate`` option (and unrolling inside it) on every register-tile band
-    of ``schedule``; ``tiles`` maps statement names to their contraction and blocking."""
+    of ``schedule``; ``full`` maps statement names to their instances in full tiles
+    (:func:`full_tiles`)."""
     def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
         if (node.get_type() != isl.schedule_node_type.mark
                 or node.mark_get_id().get_name() != REGISTER_MARK):
             return node
         band = node.child(0)
         (name,) = statement_names(band.get_domain())
-        c, block = tiles[name]
-        full = _full_tiles(c, block)
-        prefix = band.get_prefix_schedule_union_map().intersect_domain(full)
-        members = band.band_get_partial_schedule_union_map().intersect_domain(full)
+        instances = isl.UnionSet.from_set(full[name])
+        prefix = band.get_prefix_schedule_union_map().intersect_domain(instances)
+        members = band.band_get_partial_schedule_union_map().intersect_domain(instances)
         pairs = isl.Map.from_union_map(prefix.reverse().apply_range(members))
         option = pairs.wrap().set_tuple_name("isolate")
         band = band.band_set_ast_build_options(isl.UnionSet.from_set(option))
-        for member in (4, 5):  # i within the tile, and the vectors of a row
+        n = band.band_n_member()
+        for member in (n - 2, n - 1):  # i within the tile, and the vectors of a row
             band = band.band_member_set_isolate_ast_loop_type(member, isl.ast_loop_type.unroll)
         return band.parent()
 
     return schedule.map_schedule_node_bottom_up(visit)
 
 
-def _full_tiles(c: Contraction, block: Blocking) -> isl.UnionSet:
-    """The statement instances in full register tiles."""
+def full_tiles(c: Contraction, block: Blocking, attached: Sequence[Attached] = ()
+               ) -> dict[str, isl.Set]:
+    """The instances of the contraction, and of the statements attached to it, that
+    lie in full register tiles."""
     domain = c.statement.domain
     for dim, size in ((c.i, block.mr), (c.j, block.nr)):
         last = c.extents[dim] // size * size - 1
         domain = domain.upper_bound_val(isl.dim_type.set, dim,
                                         isl.Val.int_from_si(domain.get_ctx(), last))
-    return isl.UnionSet.from_set(domain)
+    result = {c.statement.name: domain}
+    for a in attached:
+        result[a.statement.name] = a.statement.domain.intersect(
+            domain.preimage_multi_aff(a.to_contraction))
+    return result
+
+
+def _rows(parts, aff: isl.Aff) -> isl.UnionPwAff:
+    """The row ``aff`` (on the contraction's instances) for every part ``(domain,
+    attached)``: pulled back to an attached statement's instances."""
+    result = None
+    for domain, a in parts:
+        row = _union(domain, aff if a is None else aff.pullback_multi_aff(a.to_contraction))
+        result = row if result is None else result.union_add(row)
+    return result
+
+
+def _rows_band(tree: isl.Schedule, parts, affs: list[isl.Aff]) -> isl.Schedule:
+    return tree.insert_partial_schedule(_multi([_rows(parts, a) for a in affs]))
+
+
+def _constant(space: isl.Space, value: int) -> isl.Aff:
+    return isl.Aff.zero_on_domain(isl.LocalSpace.from_space(space)).set_constant_val(
+        _val(space, value))
 
 
 def _val(space: isl.Space, value: int) -> isl.Val:

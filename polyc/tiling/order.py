@@ -4,9 +4,11 @@ whole row are kept outside).
 
 For a statement with band rows ``R`` (square, invertible) and an access whose element
 offset is ``a . i + c``, moving one step along band member ``k`` moves the access by
-``(a R^-1)_k`` elements. Each stride of +-1 scores 2, each larger stride -1, an
-invariant access 0; the best-scoring member (the current innermost on ties) moves
-innermost. Permuting the members of a permutable band is always legal.
+``(a R^-1)_k`` elements. Each stride of +-1 scores 2 (a vector load or store), an
+invariant access 1 (kept in a register across the loop: a reduction's accumulator),
+a larger stride -2 (a gather, and a cache line per element); the best-scoring member
+(the current innermost on ties) moves innermost. Permuting the members of a
+permutable band is always legal.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import islpy as isl
 from polyc.islutil import flat_offset, union_maps
 from polyc.scheduler.linalg import left_solve
 from polyc.scop.model import Scop
+
+STRIDE_SCORES = {1: 2, 0: 1, "other": -2}
 
 
 def innermost_member(scop: Scop, band: isl.ScheduleNode) -> int:
@@ -27,17 +31,17 @@ def innermost_member(scop: Scop, band: isl.ScheduleNode) -> int:
         rows = band_rows(relation)
         if rows is None:
             continue
-        moving = _moving_dims(statement.domain, scop)
+        moving = moving_dims(statement.domain, scop)
         for access in (statement.write,) + statement.reads:
             coefs = coefficients(flat_offset(access.relation, scop.array(access.array).shape))
             strides = None if coefs is None else _strides(rows, coefs, moving)
             for k, stride in enumerate(strides or ()):
-                scores[k] += 2 if abs(stride) == 1 else (-1 if stride else 0)
+                scores[k] += STRIDE_SCORES.get(abs(stride), STRIDE_SCORES["other"])
     best = max(scores)
     return n - 1 if scores[n - 1] == best else scores.index(best)
 
 
-def _moving_dims(domain: isl.Set, scop: Scop) -> list[int]:
+def moving_dims(domain: isl.Set, scop: Scop) -> list[int]:
     """The loops of a statement with more than one iteration."""
     if scop.context is not None:
         domain = domain.intersect_params(scop.context)

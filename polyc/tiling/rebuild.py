@@ -14,40 +14,45 @@ from typing import Callable
 import islpy as isl
 
 from polyc.errors import PolycError
-from polyc.islutil import multi_union
+from polyc.islutil import multi_union, statement_names
 
 Replace = Callable[[isl.ScheduleNode], "isl.Schedule | None"]
 # The rows of an outer band member for the statements a replaced subtree added.
 Extend = Callable[[isl.UnionPwAff, isl.UnionSet], isl.UnionPwAff]
 
 
-def rebuild(schedule: isl.Schedule, replace: Replace, extend: Extend) -> isl.Schedule:
+def rebuild(schedule: isl.Schedule, replace: Replace, extend: Extend,
+            moved: set[str] = frozenset()) -> isl.Schedule:
     """``schedule`` with each band for which ``replace(band)`` returns a schedule
-    replaced (with everything below it) by that schedule."""
-    return _subtree(schedule.get_root().child(0), replace, extend)
+    replaced (with everything below it) by that schedule; the children of sequences
+    that hold only statements in ``moved`` (which a replacement schedules) are left out."""
+    return _subtree(schedule.get_root().child(0), replace, extend, moved)
 
 
-def _subtree(node: isl.ScheduleNode, replace: Replace, extend: Extend) -> isl.Schedule:
+def _subtree(node: isl.ScheduleNode, replace: Replace, extend: Extend,
+             moved: set[str]) -> isl.Schedule:
     kind = node.get_type()
     types = isl.schedule_node_type
     if kind == types.leaf:
         return isl.Schedule.from_domain(node.get_domain())
     if kind == types.filter:
-        return _subtree(node.child(0), replace, extend)
+        return _subtree(node.child(0), replace, extend, moved)
     if kind in (types.sequence, types.set):
-        parts = [_subtree(node.child(k), replace, extend) for k in range(node.n_children())]
+        parts = [_subtree(node.child(k), replace, extend, moved)
+                 for k in range(node.n_children())
+                 if not statement_names(node.child(k).filter_get_filter()) <= moved]
         result = parts[0]
         for part in parts[1:]:
             result = result.sequence(part) if kind == types.sequence else result.set(part)
         return result
     if kind == types.mark:
-        inner = _subtree(node.child(0), replace, extend)
+        inner = _subtree(node.child(0), replace, extend, moved)
         return inner.get_root().child(0).insert_mark(node.mark_get_id()).get_schedule()
     if kind == types.band:
         replaced = replace(node)
         if replaced is not None:
             return replaced
-        return _band(node, _subtree(node.child(0), replace, extend), extend)
+        return _band(node, _subtree(node.child(0), replace, extend, moved), extend)
     raise PolycError(f"tiling cannot rebuild a schedule tree with a {kind} node")
 
 

@@ -1,0 +1,109 @@
+"""What the benchmark scripts share: one process per thread count, medians, formatting.
+
+A script calls :func:`pin_threads` before it imports numpy (OpenBLAS and OpenMP read
+their thread counts once, when they start), parses ``--threads 1,2`` with
+:func:`thread_counts`, and runs each count through :func:`in_subprocess`, which calls
+the same script again with ``--worker --threads N`` and reads back its JSON rows.
+This module imports nothing that starts a thread pool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def pin_threads(argv) -> None:
+    """In a worker (``--worker --threads N``), set every thread-count variable to N."""
+    if "--worker" in argv and "--threads" in argv:
+        count = argv[argv.index("--threads") + 1]
+        for name in THREAD_VARIABLES:
+            os.environ[name] = count
+
+
+def thread_counts(text: str) -> list[int]:
+    """``"1,2"`` -> ``[1, 2]`` (an argparse type)."""
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"expected thread counts like 1,2, got {text!r}")
+    return counts
+
+
+def in_subprocess(script: str, threads: int, repeat: int, cases: str) -> list[dict]:
+    """Run ``script``'s cases at one thread count in a fresh process; its rows."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "rows.json"
+        subprocess.run([sys.executable, script, "--worker", "--threads", str(threads),
+                        "--repeat", str(repeat), "--cases", cases, "--json", str(out)],
+                       check=True)
+        return json.loads(out.read_text())["rows"]
+
+
+def median_time(fn, repeat: int) -> float:
+    """The median of ``repeat`` timed calls of ``fn``, after one warm-up call."""
+    fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def fmt_ms(value, digits: int = 3) -> str:
+    """Seconds as milliseconds, ``-`` for a missing value."""
+    return "-" if value is None else f"{value * 1e3:.{digits}f}"
+
+
+def fmt_ratio(value) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def arguments(description: str, cases, *, json_path: Path, threads: list[int],
+              repeat: int, argv=None) -> argparse.Namespace:
+    """The command line every benchmark script takes (``--worker`` is internal)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--repeat", type=int, default=repeat)
+    parser.add_argument("--threads", type=thread_counts, default=threads,
+                        help="thread counts, each run in its own process (default "
+                             f"{','.join(map(str, threads))})")
+    parser.add_argument("--cases", default=",".join(cases))
+    parser.add_argument("--json", default=str(json_path))
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.cases.split(",") if name not in cases]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(cases)}")
+    return args
+
+
+def drive(args: argparse.Namespace, script: str, run_one, show, version: str) -> None:
+    """A worker runs ``run_one(case name)`` for every case and writes its rows; the
+    parent runs one worker per thread count, calls ``show({threads: rows})`` and
+    writes every row, tagged with its thread count, to ``args.json``."""
+    meta = {"machine": platform.processor() or platform.machine(), "repeat": args.repeat,
+            "polyc": version}
+    names = args.cases.split(",")
+    if args.worker:
+        rows = [run_one(name) for name in names]
+        Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+        return
+    runs = {n: in_subprocess(script, n, args.repeat, args.cases) for n in args.threads}
+    show(runs)
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    rows = [dict(row, threads=n) for n, rows in runs.items() for row in rows]
+    Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    print(f"wrote {args.json}")

@@ -1,0 +1,138 @@
+"""Stencil benchmarks: polyc's tiled loop nests next to untiled ones and numpy.
+
+    python benchmarks/stencils.py [--repeat N] [--threads 1] [--cases jacobi1d,heat3d]
+                                  [--json out.json]
+
+For each PolyBench stencil (:mod:`polyc.scop.polybench`) at a size whose arrays do not
+fit in L2, it prints polyc's compile time and the median run time of polyc (tiled:
+stencil tile sizes, diamond tiles, wavefront), polyc with tiling disabled and a
+vectorized numpy version ('-' for seidel-2d, whose in-place sweep numpy cannot
+vectorize), and the ratios polyc/untiled and polyc/numpy (below 1.0 means polyc is
+faster). Run times include copying the input arrays, as ``run`` does. Before timing,
+polyc's output is checked against the kernel's numpy reference at a small size. Each
+thread count runs in its own process with ``OMP_NUM_THREADS`` set to it. Results go
+to JSON (default benchmarks/results/stencils.json).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from harness import (  # noqa: E402
+    arguments,
+    drive,
+    fmt_ms,
+    fmt_ratio,
+    median_time,
+    pin_threads,
+)
+
+pin_threads(sys.argv[1:])  # before numpy starts its thread pool
+
+import numpy as np  # noqa: E402
+
+import polyc  # noqa: E402
+from polyc.scop.polybench import KERNELS  # noqa: E402
+
+F = np.float32
+
+
+def jacobi1d_numpy(p, arrays):
+    a, b = arrays["A"].copy(), np.zeros_like(arrays["A"])
+    third = F(0.33333)
+    for _ in range(p["T"]):
+        b[1:-1] = (a[:-2] + a[1:-1] + a[2:]) * third
+        a[1:-1] = b[1:-1]
+    return {"A": a, "B": b}
+
+
+def jacobi2d_numpy(p, arrays):
+    a, b = arrays["A"].copy(), np.zeros_like(arrays["A"])
+    fifth = F(0.2)
+    for _ in range(p["T"]):
+        b[1:-1, 1:-1] = fifth * (a[1:-1, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] + a[2:, 1:-1]
+                                 + a[:-2, 1:-1])
+        a[1:-1, 1:-1] = b[1:-1, 1:-1]
+    return {"A": a, "B": b}
+
+
+# name -> (benchmark parameters, small parameters for the check, vectorized numpy or None)
+CASES = {
+    "jacobi1d": ({"T": 500, "N": 400_000}, {"T": 7, "N": 300}, jacobi1d_numpy),
+    "jacobi2d": ({"T": 100, "N": 1000}, {"T": 6, "N": 70}, jacobi2d_numpy),
+    "seidel2d": ({"T": 20, "N": 1000}, {"T": 5, "N": 40}, None),
+    "heat3d": ({"T": 40, "N": 150}, {"T": 5, "N": 20}, KERNELS["heat3d"].reference),  # numpy
+}
+
+
+
+def check(name, small, numpy_fn):
+    """polyc (tiled, small tiles included) and the numpy version against the reference."""
+    kernel = KERNELS[name]
+    arrays = kernel.inputs(seed=1, params=small)
+    expected = kernel.reference(small, arrays)
+    outputs = [kernel.build().compile(params=small, tile_size=size).run(arrays)
+               for size in (None, 4)]
+    if numpy_fn is not None:
+        outputs.append(numpy_fn(small, arrays))
+    for out in outputs:
+        for array, value in expected.items():
+            np.testing.assert_allclose(out[array], value, rtol=1e-4, atol=1e-4,
+                                       err_msg=f"{name}: {array}")
+
+
+def run_case(name, repeat):
+    params, small, numpy_fn = CASES[name]
+    check(name, small, numpy_fn)
+    kernel = KERNELS[name]
+    arrays = kernel.inputs(seed=0, params=params)
+    start = time.perf_counter()
+    compiled = kernel.build().compile(params=params)
+    compile_s = time.perf_counter() - start
+    untiled = kernel.build().compile(params=params, tile=False)
+    row = {"case": name, "params": params, "compile_s": compile_s,
+           "polyc_s": median_time(lambda: compiled.run(arrays), repeat),
+           "untiled_s": median_time(lambda: untiled.run(arrays), repeat),
+           "numpy_s": (median_time(lambda: numpy_fn(params, arrays), repeat)
+                       if numpy_fn else None),
+           "tiling": [d for d in compiled.schedule.decisions
+                      if d.startswith(("tiling", "parallel"))]}
+    row["polyc/untiled"] = row["polyc_s"] / row["untiled_s"]
+    row["polyc/numpy"] = row["polyc_s"] / row["numpy_s"] if numpy_fn else None
+    return row
+
+
+
+def print_table(rows, threads):
+    print(f"\n{threads} thread{'s' if threads > 1 else ''}")
+    print(f"{'case':<26}{'compile ms':>11}{'polyc ms':>10}{'untiled ms':>12}{'numpy ms':>10}"
+          f"{'polyc/untiled':>15}{'polyc/numpy':>13}")
+    for r in rows:
+        size = " ".join(f"{k}={v}" for k, v in r["params"].items())
+        times = [fmt_ms(r[k], 1) for k in ("compile_s", "polyc_s", "untiled_s", "numpy_s")]
+        print(f"{r['case'] + ' ' + size:<26}{times[0]:>11}{times[1]:>10}{times[2]:>12}"
+              f"{times[3]:>10}"
+              f"{fmt_ratio(r['polyc/untiled']):>15}{fmt_ratio(r['polyc/numpy']):>13}")
+    for r in rows:
+        print(f"  {r['case']}: " + "; ".join(d.split(": ", 1)[1] for d in r["tiling"]))
+
+
+
+def main(argv=None):
+    args = arguments(__doc__.splitlines()[0], CASES, json_path=HERE / "results" / "stencils.json",
+                     threads=[1], repeat=10, argv=argv)
+
+    def show(runs):
+        for n, rows in runs.items():
+            print_table(rows, n)
+
+    drive(args, __file__, lambda name: run_case(name, args.repeat), show, polyc.__version__)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""Prologues and epilogues of a contraction, run inside its register tiles.
+
+A contraction ``S: C[.., i, j] += A * B`` is usually surrounded, in its fusion group,
+by the statement that initialises ``C`` (the reduction's init: ``0``, or Gemm's
+``beta * c``) and by an elementwise statement that reads ``C`` (bias, activation:
+after inlining, ``y = relu(C + b)`` is one statement). Run as loops of their own, each
+is a pass over the whole of ``C`` in memory. Attached to the recipe, they run on one
+register tile at a time, while it is in registers or L1:
+
+- a **prologue** ``I`` (writes ``C``) runs just before the tile's first ``k`` block;
+- an **epilogue** ``E`` (reads ``C``) runs just after the tile's last ``k`` block.
+
+Each is described by the affine map from its instances to the contraction instance
+with the same ``(batch.., i, j)`` (and ``k = 0``): the recipe's rows for ``S`` pulled
+back along it are its rows. Conditions, from the SCoP alone:
+
+- ``I`` is the other statement of ``S``'s op and writes ``C`` injectively;
+- ``E`` reads ``C`` (all its reads of ``C`` the same element) injectively, and writes
+  an array ``S`` does not touch;
+- each maps into ``S``'s ``(batch.., i, j)`` box.
+
+:func:`attachable` checks these; the caller also checks the schedule tree (``I``, ``S``
+and ``E`` consecutive children of one sequence), and the legality checker verifies the
+result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from polyc.scop.model import Scop, Statement
+from polyc.tiling.contraction import Contraction
+
+
+@dataclass(frozen=True)
+class Attached:
+    statement: Statement
+    to_contraction: isl.MultiAff  # an instance -> S's instance at the same (i, j), k = 0
+    prologue: bool  # True: before the first k block; False: after the last
+
+
+def attachable(scop: Scop, c: Contraction) -> list[Attached]:
+    """The statements that may run inside ``c``'s register tiles, in program order."""
+    s = c.statement
+    found = []
+    for t in scop.statements:
+        if t is s:
+            continue
+        if t.op_index == s.op_index and t.write.array == s.write.array:
+            to_c = _to_contraction(c, t.write.relation, t.domain)
+            if to_c is not None and t.write.relation.is_injective():
+                found.append(Attached(t, to_c, prologue=True))
+            continue
+        reads = [r.relation for r in t.reads if r.array == s.write.array]
+        touched = {s.write.array, *(r.array for r in s.reads)}
+        if (not reads or t.op_index <= s.op_index or t.write.array in touched
+                or not all(r.is_equal(reads[0]) for r in reads)
+                or not reads[0].is_injective()):
+            continue
+        to_c = _to_contraction(c, reads[0], t.domain)
+        if to_c is not None:
+            found.append(Attached(t, to_c, prologue=False))
+    return found
+
+
+def _to_contraction(c: Contraction, access: isl.Map, domain: isl.Set) -> isl.MultiAff | None:
+    """``access`` (an instance -> an element of C) composed with the inverse of S's
+    write, at ``k = 0``, when that is one affine function on all of ``domain``."""
+    s = c.statement
+    first_k = s.domain.fix_val(isl.dim_type.set, c.k, isl.Val.zero(s.domain.get_ctx()))
+    relation = access.intersect_domain(domain).apply_range(
+        s.write.relation.intersect_domain(first_k).reverse())
+    if not relation.is_single_valued() or not relation.domain().is_equal(domain):
+        return None
+    pieces: list[isl.MultiAff] = []
+    isl.PwMultiAff.from_map(relation).foreach_piece(lambda _, piece: pieces.append(piece))
+    return pieces[0] if len(pieces) == 1 else None

@@ -1,0 +1,87 @@
+"""Smart fusion: which ops share a group, and that fused groups still compute the same."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import polyc
+from polyc.frontend import import_model
+from polyc.fusion.groups import fuse
+from polyc.scheduler import check_legality
+from polyc.scop.build import build_scop
+
+from onnx_helpers import ATOL, RTOL, make_model, random_inputs, run_onnxruntime
+
+
+def groups_of(model, policy="smart"):
+    return fuse(build_scop(import_model(model)), policy=policy).groups
+
+
+def softmax(axis=1, shape=(6, 10)):
+    return make_model([helper.make_node("Softmax", ["x"], ["y"], axis=axis)],
+                      [("x", list(shape))], ["y"])
+
+
+def test_softmax_is_one_row_wise_group():
+    (group,) = groups_of(softmax())
+    assert [name.split("_", 1)[1] for name in group] == [
+        "softmax_max_init", "softmax_max_update", "softmax_exp", "softmax_sum_init",
+        "softmax_sum_update", "softmax_div"]
+    assert len(groups_of(softmax(), policy="none")) == 4
+
+
+@pytest.mark.parametrize("axis, shape", [(1, (6, 10)), (0, (6, 10)), (-1, (3, 4, 5))])
+def test_fused_softmax_matches_onnxruntime_and_is_legal(axis, shape):
+    model = softmax(axis, shape)
+    inputs = random_inputs(model, seed=2)
+    compiled = polyc.compile(model, threads=1)
+    check_legality(compiled.compilation.scop, compiled.schedule.schedule)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=ATOL)
+
+
+def test_the_row_loop_is_shared_by_the_whole_softmax():
+    compiled = polyc.compile(softmax(shape=(300, 200)), threads=1)
+    loops = compiled.inspect().split("== LOOPS ==")[1]
+    assert loops.lstrip().startswith("for (int c0 = 0; c0 <= 299; c0 += 1)")
+    assert loops.count("for (int c0") == 1  # one outer loop for all six statements
+
+
+def test_contractions_do_not_join_row_wise_groups():
+    """Two dense layers: the second product reads the first row by row, but each
+    contraction keeps a group of its own (the recipe needs its band alone)."""
+    rng = np.random.default_rng(1)
+    w1, w2 = (rng.standard_normal(s).astype(np.float32) for s in ((8, 16), (16, 4)))
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]),
+             helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["y"])]
+    model = make_model(nodes, [("x", [5, 8])], ["y"], initializers=[("w1", w1), ("w2", w2)])
+    groups = groups_of(model)
+    assert len(groups) == 2
+    assert [name.split("_", 1)[1] for name in groups[0]] == [
+        "matmul_init", "matmul_update", "relu"]
+
+
+def test_independent_reductions_stay_apart():
+    """ReduceSum over rows and ReduceMax over columns of one input: neither reads the
+    other, so there is nothing to keep in cache by fusing them."""
+    nodes = [helper.make_node("ReduceSum", ["x", "axes"], ["s"], keepdims=0),
+             helper.make_node("ReduceMax", ["x"], ["m"], axes=[1], keepdims=0)]
+    model = make_model(nodes, [("x", [6, 7])], ["s", "m"],
+                       initializers=[("axes", np.array([0], np.int64))])
+    assert len(groups_of(model)) == 2
+
+
+def test_a_column_wise_consumer_does_not_join():
+    """y = x / sum over axis 0: the sums reach every row, not row by row."""
+    nodes = [helper.make_node("ReduceSum", ["x", "axes"], ["s"], keepdims=1),
+             helper.make_node("Div", ["x", "s"], ["y"])]
+    model = make_model(nodes, [("x", [6, 7])], ["y"],
+                       initializers=[("axes", np.array([0], np.int64))])
+    assert len(groups_of(model)) == 2
+    inputs = random_inputs(model, seed=3)
+    compiled = polyc.compile(model, threads=1)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=1e-5)
