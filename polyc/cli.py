@@ -72,6 +72,31 @@ def parse_blocking(text: str) -> tuple[int, ...]:
     return tuple(positive_int(part) for part in parts)
 
 
+def parse_sizes(text: str) -> int | tuple[int, ...]:
+    """``N`` (every loop) or ``N,N,..`` (one per loop of the band)."""
+    parts = [positive_int(part) for part in text.split(",")]
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+def per_statement(parse):
+    """An option value ``VALUE`` or ``NAME=VALUE`` (a statement or ONNX node name)."""
+    def parse_one(text: str):
+        name, sep, value = text.rpartition("=")
+        return (name, parse(value)) if sep else (None, parse(value))
+    return parse_one
+
+
+def collect(values, option: str):
+    """The repeated ``option`` values: one bare value, or a mapping of named ones."""
+    if not values:
+        return None
+    bare = [v for name, v in values if name is None]
+    if bare and len(values) > 1:
+        raise PolycError(f"{option}: give one value for every loop nest, or NAME=VALUE "
+                         "(repeatable) for some statements, not both")
+    return bare[0] if bare else dict(values)
+
+
 def add_compile_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("compilation (ONNX models only)")
     group.add_argument("--scheduler", metavar="NAME",
@@ -83,12 +108,16 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--tile", action=argparse.BooleanOptionalAction, default=None,
                        help="tile permutable loop bands (default: on; --no-tile keeps the "
                        "scheduler's loops)")
-    group.add_argument("--tile-size", type=positive_int, metavar="N",
-                       help="tile size per loop (default: from the host's cache sizes)")
-    group.add_argument("--blocking", type=parse_blocking, metavar="MR,NR,MC,NC,KC",
+    group.add_argument("--tile-size", type=per_statement(parse_sizes), metavar="[NAME=]N[,N..]",
+                       action="append", default=[],
+                       help="tile size per loop, or one per loop of the band (default: from "
+                       "the host's cache sizes); NAME=... (repeatable) sets it for the "
+                       "bands of one statement or ONNX node only")
+    group.add_argument("--blocking", type=per_statement(parse_blocking),
+                       metavar="[NAME=]MR,NR,MC,NC,KC", action="append", default=[],
                        help="register tile MR x NR and cache blocks MC x NC x KC of every "
-                       "contraction (MatMul, Gemm); NR a multiple of 16 (default: from "
-                       "the shape and the host's cache sizes)")
+                       "contraction (MatMul, Gemm), or NAME=... of one; NR a multiple of 16 "
+                       "(default: from the shape and the host's cache sizes)")
     group.add_argument("--threads", type=positive_int, metavar="N",
                        help="threads of parallel loops (default: OMP_NUM_THREADS when the "
                        "code runs; 1: serial code, no OpenMP regions)")
@@ -172,7 +201,8 @@ def compile_options(args) -> dict:
     """The options given on the command line, so that the pipeline's defaults apply to the rest."""
     options = {"scheduler": args.scheduler, "fuse": args.fuse,
                "shapes": dict(args.shape) or None, "check": getattr(args, "check", None),
-               "tile": args.tile, "tile_size": args.tile_size, "blocking": args.blocking,
+               "tile": args.tile, "tile_size": collect(args.tile_size, "--tile-size"),
+               "blocking": collect(args.blocking, "--blocking"),
                "threads": args.threads}
     return {key: value for key, value in options.items() if value is not None}
 

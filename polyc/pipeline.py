@@ -44,8 +44,10 @@ class Options:
     check: bool = True  # run the legality checker on the schedule
     fast_math: bool = True  # float reassociation and FMA contraction allowed
     tile: bool = True  # tile permutable bands (and order their loops for vectors)
-    tile_size: int | None = None  # per band member; None: from the host's caches
-    blocking: Blocking | None = None  # contraction sizes; None: from the shape and caches
+    # per band member; None: from the host's caches; or {statement or node name: size}
+    tile_size: int | tuple[int, ...] | Mapping[str, Any] | None = None
+    # contraction sizes; None: from the shape and caches; or {statement or node: blocking}
+    blocking: Blocking | Mapping[str, Any] | None = None
     shapes: Mapping[str, tuple[int, ...]] | None = None
     params: Mapping[str, int] | None = None  # parameter values (loop nests)
     threads: int | None = None  # parallel loops: None OpenMP's default, 1 serial code
@@ -156,15 +158,17 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
 def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
                   shapes: Mapping[str, tuple[int, ...]] | None = None,
                   fast_math: bool = True, tile: bool = True,
-                  tile_size: int | None = None, blocking=None,
+                  tile_size=None, blocking=None,
                   threads: int | None = None) -> "CompiledModel":
     """Compile ``model`` (path, bytes or ModelProto) to native code in this process.
     ``fast_math=False`` keeps IEEE float order: no reassociation, no FMA contraction;
     ``tile=False`` keeps the scheduler's loops untiled; ``blocking`` (a
     :class:`~polyc.tiling.microkernel.Blocking` or ``(mr, nr, mc, nc, kc)``) fixes the
-    register tile and cache blocks of every contraction; ``threads`` runs parallel
+    register tile and cache blocks of every contraction; ``tile_size`` and ``blocking``
+    may also be ``{statement or ONNX node name: value}`` (:mod:`polyc.tiling.overrides`)
+    to fix only those statements' bands; ``threads`` runs parallel
     loops on that many threads (None: ``OMP_NUM_THREADS`` at run time; 1: serial code)."""
-    options = Options(scheduler, fuse, check, fast_math, tile, tile_size, as_blocking(blocking),
+    options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
                       shapes=dict(shapes) if shapes else None, threads=threads)
     return _jit(lower(model, options))
 
@@ -172,15 +176,20 @@ def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check
 def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
                  scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
                  fast_math: bool = True, tile: bool = True,
-                 tile_size: int | None = None, blocking=None,
+                 tile_size=None, blocking=None,
                  threads: int | None = None) -> "CompiledModel":
     """Compile a SCoP (e.g. a :class:`polyc.scop.nest.LoopNest`'s) at the parameter
     values ``params``; its ``run`` returns every array's final value. Options as for
     :func:`compile_model`."""
     values = check_values(scop, params)  # before any work: name a missing value now
-    options = Options(scheduler, fuse, check, fast_math, tile, tile_size, as_blocking(blocking),
+    options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
                       params=values or None, threads=threads)
     return _jit(lower_scop(scop, options, _Stages()))
+
+
+def _blocking(value):
+    """A :class:`Blocking`, a mapping of them (checked by the tiling stage), or None."""
+    return dict(value) if isinstance(value, Mapping) else as_blocking(value)
 
 
 def _jit(compilation: Compilation) -> "CompiledModel":

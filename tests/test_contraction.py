@@ -258,3 +258,20 @@ def test_a_statement_between_contraction_and_epilogue_keeps_it_outside():
     expected = run_onnxruntime(model, inputs)
     for name, value in compiled.run(inputs).items():
         np.testing.assert_allclose(value, expected[name], rtol=RTOL, atol=1e-5, err_msg=name)
+
+
+def test_blocking_per_statement():
+    """Only the named contraction gets the given blocking; the other keeps the model's."""
+    rng = np.random.default_rng(3)
+    w1, w2 = (rng.standard_normal(s).astype(np.float32) for s in ((29, 70), (70, 40)))
+    nodes = [helper.make_node("MatMul", ["a", "w1"], ["h"], name="first"),
+             helper.make_node("MatMul", ["h", "w2"], ["y"], name="second")]
+    model = make_model(nodes, [("a", [37, 29])], ["y"], initializers=[("w1", w1), ("w2", w2)])
+    compiled = polyc.compile(model, blocking={"second": SMALL})
+    notes = contraction_notes(compiled)
+    assert len(notes) == 2 and str(SMALL) in notes[1] and str(SMALL) not in notes[0]
+    inputs = random_inputs(model, seed=3)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=1e-4)
+    with pytest.raises(PolycError, match="blocking names 'third'"):
+        polyc.compile(model, blocking={"third": SMALL})

@@ -129,3 +129,55 @@ def test_a_reduction_band_keeps_the_contiguous_loop_innermost(axis):
     assert update[0].endswith(", (i1) mod 32)")
     inputs = random_inputs(model, seed=8)
     np.testing.assert_array_equal(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"])
+
+
+def two_band_model():
+    """A transpose-and-scale (one 2-D band) and an elementwise square (another)."""
+    from onnx import helper
+
+    from onnx_helpers import make_model
+
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+             helper.make_node("Exp", ["t"], ["e"], name="exp_node"),
+             helper.make_node("ReduceSum", ["e", "axes"], ["s"], keepdims=0),
+             helper.make_node("Add", ["x", "x"], ["y"], name="add_node")]
+    return make_model(nodes, [("x", [70, 90])], ["s", "y"],
+                      initializers=[("axes", np.array([1], np.int64))])
+
+
+def test_tile_sizes_per_statement_and_per_loop():
+    model = two_band_model()
+    compiled = polyc.compile(model, threads=1, tile_size={"add_node": (16, 32)})
+    tiling = [d for d in compiled.schedule.decisions if d.startswith("tiling: band")]
+    assert "tiling: band of S3_add: tiles 16x32" in tiling
+    assert not any("tiles 16x32" in d for d in tiling if "S3_add" not in d)
+    by_name = polyc.compile(model, threads=1, tile_size={"S3_add": 8})
+    assert "tiling: band of S3_add: tiles 8x8" in by_name.schedule.decisions
+    inputs = random_inputs(model, seed=4)
+    expected = run_onnxruntime(model, inputs)
+    for result in (compiled, by_name):
+        for name, value in result.run(inputs).items():
+            np.testing.assert_allclose(value, expected[name], rtol=RTOL, atol=1e-5)
+
+
+def test_bad_per_statement_tile_sizes_are_refused():
+    model = two_band_model()
+    with pytest.raises(PolycError, match="tile_size names 'S9_nothing': no such statement"):
+        polyc.compile(model, tile_size={"S9_nothing": 8})
+    with pytest.raises(PolycError, match="3 sizes for a band of 2 loops"):
+        polyc.compile(model, tile_size={"S3_add": (8, 8, 8)})
+    with pytest.raises(PolycError, match="tile_size must be a positive int"):
+        polyc.compile(model, tile_size={"S3_add": 0})
+
+
+def test_cli_tile_size_per_statement(tmp_path, capsys):
+    import onnx
+
+    from polyc.cli import main
+
+    path = tmp_path / "m.onnx"
+    onnx.save(two_band_model(), str(path))
+    assert main(["inspect", str(path), "--threads", "1", "--tile-size", "S3_add=16,32"]) == 0
+    assert "tiling: band of S3_add: tiles 16x32" in capsys.readouterr().out
+    assert main(["inspect", str(path), "--tile-size", "8", "--tile-size", "S3_add=4"]) == 1
+    assert "give one value for every loop nest, or NAME=VALUE" in capsys.readouterr().err

@@ -110,7 +110,7 @@ class LoopNest:
 
     def compile(self, *, params: Mapping[str, int] | None = None, scheduler: str = "pluto",
                 fuse: str = "smart", check: bool = True, fast_math: bool = True,
-                tile: bool = True, tile_size: int | None = None, blocking=None,
+                tile: bool = True, tile_size=None, blocking=None,
                 threads: int | None = None):
         """Native code for the nest at these parameter values: a
         :class:`polyc.pipeline.CompiledModel` whose ``run({array: value})`` returns every

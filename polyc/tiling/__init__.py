@@ -17,7 +17,6 @@ import dataclasses
 
 import islpy as isl
 
-from polyc.errors import PolycError
 from polyc.islutil import statement_names, union_sets
 from polyc.scheduler.base import ScheduleResult
 from polyc.scop.dependences import compute_dependences
@@ -27,32 +26,35 @@ from polyc.tiling.contraction import Contraction, match_contraction
 from polyc.tiling.epilogue import Attached, attachable
 from polyc.tiling.microkernel import (
     Blocking,
+    as_blocking,
     choose_blocking,
     full_tiles,
     isolate_full_tiles,
     recipe_schedule,
 )
+from polyc.tiling.overrides import Lookup, per_statement, tile_sizes
 from polyc.tiling.packing import pack, packable
 from polyc.tiling.rebuild import rebuild
 from polyc.tiling.rectangular import tile_bands
 
 
 def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
-         size: int | None = None, blocking: Blocking | None = None
-         ) -> tuple[Scop, ScheduleResult]:
+         size=None, blocking=None) -> tuple[Scop, ScheduleResult]:
     """``(scop, result)`` with contractions packed and register-tiled and the other
     permutable bands tiled (``size`` per member, or from the host's cache sizes);
-    ``blocking`` fixes the contraction sizes; ``enabled=False`` keeps everything as is."""
-    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
-        raise PolycError(f"tile_size must be a positive int, got {size!r}")
+    ``blocking`` fixes the contraction sizes; each may also be a mapping from statement
+    or ONNX node names to values (:mod:`polyc.tiling.overrides`); ``enabled=False``
+    keeps everything as is."""
+    sizes = per_statement(size, scop, "tile_size", tile_sizes)
+    blockings = per_statement(blocking, scop, "blocking", as_blocking)
     if not enabled:
         return scop, dataclasses.replace(result, decisions=result.decisions + ("tiling: off",))
-    contractions = _contractions(scop, result.schedule, blocking)
+    contractions = _contractions(scop, result.schedule, blockings)
     attached = {c.statement.name: _neighbours(result.schedule, c, attachable(scop, c))
                 for c, _ in contractions}
     skip = {name for name in attached} | {a.statement.name for found in attached.values()
                                           for a in found}
-    schedule, notes = tile_bands(scop, result.schedule, size, skip=skip)
+    schedule, notes = tile_bands(scop, result.schedule, sizes, skip=skip)
     if contractions:
         scop, schedule, recipe_notes = _apply_recipe(scop, schedule, contractions, attached)
         notes = recipe_notes + notes
@@ -61,7 +63,7 @@ def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
                                      + tuple(f"tiling: {n}" for n in notes))
 
 
-def _contractions(scop: Scop, schedule: isl.Schedule, blocking: Blocking | None
+def _contractions(scop: Scop, schedule: isl.Schedule, blockings: Lookup
                   ) -> list[tuple[Contraction, Blocking]]:
     """The bands that get the recipe: contractions with a full register tile at least."""
     found: list[tuple[Contraction, Blocking]] = []
@@ -70,7 +72,7 @@ def _contractions(scop: Scop, schedule: isl.Schedule, blocking: Blocking | None
         if node.get_type() == isl.schedule_node_type.band:
             c = match_contraction(scop, node)
             if c is not None and packable(scop, c):
-                block = blocking or choose_blocking(c, host_caches())
+                block = blockings({c.statement.name}) or choose_blocking(c, host_caches())
                 if c.extent("i") >= block.mr and c.extent("j") >= block.nr:
                     found.append((c, block))
         return True

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import islpy as isl
 
+from polyc.errors import PolycError
 from polyc.islutil import multi_union, span, statement_names, union_maps
 from polyc.scop.model import Scop
 from polyc.tiling.cache import host_caches, tile_size
 from polyc.tiling.order import innermost_member
+from polyc.tiling.overrides import Lookup, per_statement, tile_sizes
 from polyc.tiling.stencil import (
     Stencil,
     describe_row,
@@ -33,18 +35,23 @@ from polyc.tiling.stencil import (
 )
 
 
-def tile_bands(scop: Scop, schedule: isl.Schedule, size: int | None,
+def tile_bands(scop: Scop, schedule: isl.Schedule, sizes: Lookup | int | None = None,
                skip: set[str] = frozenset(), *, diamond: bool = True
                ) -> tuple[isl.Schedule, list[str]]:
     """The schedule with every permutable band reordered and tiled, and what was done;
-    bands of the statements in ``skip`` alone are left as they are. ``size`` fixes the
-    size of every member; ``diamond=False`` keeps stencil tiles parallelograms."""
+    bands of the statements in ``skip`` alone are left as they are. ``sizes(statement
+    names)`` fixes a band's sizes (an int for every member, or one per member) or is
+    None for the model's (:mod:`polyc.tiling.overrides`); an int or None instead applies
+    to every band; ``diamond=False`` keeps stencil tiles parallelograms."""
+    if not callable(sizes):
+        sizes = per_statement(sizes, scop, "tile_size", tile_sizes)
     notes: list[str] = []
     failures: list[BaseException] = []
 
     def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
         try:
             if _tileable(node) and not _only(node, skip):
+                size = sizes(statement_names(node.get_domain()))
                 return _tile_one(scop, node, size, notes, diamond)
         except BaseException as err:  # isl swallows callback exceptions: keep them
             failures.append(err)
@@ -68,8 +75,8 @@ def _tileable(node: isl.ScheduleNode) -> bool:
             and bool(node.band_get_permutable()))
 
 
-def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | None, notes: list[str],
-              diamond: bool):
+def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | None,
+              notes: list[str], diamond: bool):
     n = band.band_n_member()
     inner = innermost_member(scop, band)
     order = [k for k in range(n) if k != inner] + [inner]
@@ -107,9 +114,14 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | None, notes: list[
 
 
 def _sizes(scop: Scop, statements: set[str], stencil: Stencil | None, n: int,
-           size: int | None, *, diamond: bool) -> list[int]:
-    """Tile size per member: ``size`` when given, else the stencil model or one size
-    from the cache model."""
+           size: int | tuple[int, ...] | None, *, diamond: bool) -> list[int]:
+    """Tile size per member: ``size`` when given (one for all, or one per member), else
+    the stencil model or one size from the cache model."""
+    if isinstance(size, tuple):
+        if len(size) != n:
+            raise PolycError(f"tile_size {size} for the band of {', '.join(sorted(statements))}:"
+                             f" {len(size)} sizes for a band of {n} loops")
+        return list(size)
     if size is not None:
         return [size] * n
     if stencil is not None:
