@@ -78,7 +78,7 @@ def parse_sizes(text: str) -> int | tuple[int, ...]:
     return parts[0] if len(parts) == 1 else tuple(parts)
 
 
-def per_statement(parse):
+def maybe_named(parse):
     """An option value ``VALUE`` or ``NAME=VALUE`` (a statement or ONNX node name)."""
     def parse_one(text: str):
         name, sep, value = text.rpartition("=")
@@ -108,12 +108,12 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--tile", action=argparse.BooleanOptionalAction, default=None,
                        help="tile permutable loop bands (default: on; --no-tile keeps the "
                        "scheduler's loops)")
-    group.add_argument("--tile-size", type=per_statement(parse_sizes), metavar="[NAME=]N[,N..]",
+    group.add_argument("--tile-size", type=maybe_named(parse_sizes), metavar="[NAME=]N[,N..]",
                        action="append", default=[],
                        help="tile size per loop, or one per loop of the band (default: from "
                        "the host's cache sizes); NAME=... (repeatable) sets it for the "
                        "bands of one statement or ONNX node only")
-    group.add_argument("--blocking", type=per_statement(parse_blocking),
+    group.add_argument("--blocking", type=maybe_named(parse_blocking),
                        metavar="[NAME=]MR,NR,MC,NC,KC", action="append", default=[],
                        help="register tile MR x NR and cache blocks MC x NC x KC of every "
                        "contraction (MatMul, Gemm), or NAME=... of one; NR a multiple of 16 "

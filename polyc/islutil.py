@@ -35,6 +35,13 @@ def union_sets(uset: isl.UnionSet) -> list[isl.Set]:
     return items(uset.get_set_list())
 
 
+def single_multi_aff(relation: isl.Map) -> isl.MultiAff | None:
+    """``relation`` as one affine function (a single-valued map of one piece), or None."""
+    pieces: list[isl.MultiAff] = []
+    isl.PwMultiAff.from_map(relation).foreach_piece(lambda _set, piece: pieces.append(piece))
+    return pieces[0] if len(pieces) == 1 else None
+
+
 def span(values: isl.Set, dim: int) -> int | None:
     """How many integer values dimension ``dim`` of ``values`` spans (max - min + 1),
     or None when a bound is not a constant."""

@@ -23,39 +23,57 @@ from dataclasses import replace
 
 from polyc.frontend.core import Call
 from polyc.fusion.groups import canonical_policy
+from polyc.islutil import union_of
 from polyc.scop.model import Access, Load, Scop, Statement
 
 
 def inline_temporaries(scop: Scop, *, policy: str = "smart") -> tuple[Scop, tuple[str, ...]]:
     """``scop`` with every inlinable producer folded into its consumer, and notes
     ``"inline: S0_mul into S1_add (t0)"``; the fusion policy ``none`` inlines nothing.
-    Dependences must be (re)computed afterwards."""
-    notes: list[str] = []
+    Dependences must be (re)computed afterwards.
+
+    Producers are tried in program order. Folding ``P`` into ``C`` changes only who
+    reads ``P``'s operands (now ``C``), so the scan resumes at the first writer of one
+    of them (a temporary read by ``P`` and another statement may now have one reader)."""
     if canonical_policy(policy) == "none":
         return scop, ()
-    while (found := _next_candidate(scop)) is not None:
-        producer, consumer = found
-        scop = _inline(scop, producer, consumer)
-        notes.append(f"inline: {producer.name} into {consumer.name} ({producer.write.array})")
-    return scop, tuple(notes)
-
-
-def _next_candidate(scop: Scop) -> tuple[Statement, Statement] | None:
-    writers: dict[str, list[Statement]] = {}
-    readers: dict[str, set[str]] = {}
-    for s in scop.statements:
-        writers.setdefault(s.write.array, []).append(s)
-        for read in s.reads:
-            readers.setdefault(read.array, set()).add(s.name)
-    for producer in scop.statements:
-        t = producer.write.array
-        if (scop.array(t).kind != "temp" or len(writers[t]) != 1
-                or len(readers.get(t, ())) != 1 or t in {r.array for r in producer.reads}):
+    temps = {a.name for a in scop.arrays if a.kind == "temp"}
+    statements = list(scop.statements)
+    notes: list[str] = []
+    k = 0
+    while k < len(statements):
+        producer = statements[k]
+        consumer = _consumer(statements, producer, temps)
+        if consumer is None:
+            k += 1
             continue
-        consumer = scop.statement(next(iter(readers[t])))
-        if (_single_op(scop, producer) and _stable_reads(scop, producer, writers)
-                and _reads_each_element_once(consumer, t)):
-            return producer, consumer
+        merged = _inline(producer, consumer)
+        statements = [merged if s is consumer else s for s in statements if s is not producer]
+        notes.append(f"inline: {producer.name} into {consumer.name} ({producer.write.array})")
+        operands = {r.array for r in producer.reads}
+        k = min([k] + [n for n, s in enumerate(statements) if s.write.array in operands])
+    if not notes:
+        return scop, ()
+    kept = union_of(scop.ctx, (s.domain for s in statements))
+    written = {s.write.array for s in statements}
+    arrays = tuple(a for a in scop.arrays if a.name not in temps or a.name in written)
+    return replace(scop, statements=tuple(statements), order=scop.order.intersect_domain(kept),
+                   arrays=arrays, dependences=None), tuple(notes)
+
+
+def _consumer(statements: list[Statement], producer: Statement, temps: set[str]
+              ) -> Statement | None:
+    """The one statement ``producer`` can be folded into, or None."""
+    t = producer.write.array
+    if t not in temps or any(r.array == t for r in producer.reads):
+        return None
+    readers = [s for s in statements if any(r.array == t for r in s.reads)]
+    if len(readers) != 1 or any(s.write.array == t for s in statements if s is not producer):
+        return None
+    (consumer,) = readers
+    if (_single_op(statements, producer) and _stable_reads(statements, producer)
+            and _reads_each_element_once(consumer, t)):
+        return consumer
     return None
 
 
@@ -66,19 +84,22 @@ def _reads_each_element_once(consumer: Statement, t: str) -> bool:
     return relations[0].is_injective() and all(r.is_equal(relations[0]) for r in relations)
 
 
-def _single_op(scop: Scop, producer: Statement) -> bool:
+def _single_op(statements: list[Statement], producer: Statement) -> bool:
     """``P`` is its op's only statement (a Map, not a reduction's init or update)."""
-    return sum(s.op_index == producer.op_index for s in scop.statements) == 1 and \
+    return sum(s.op_index == producer.op_index for s in statements) == 1 and \
         producer.write.relation.is_injective()
 
 
-def _stable_reads(scop: Scop, producer: Statement, writers) -> bool:
+def _stable_reads(statements: list[Statement], producer: Statement) -> bool:
     """No array ``P`` reads is written by an op after ``P``'s."""
-    return all(w.op_index < producer.op_index
-               for r in producer.reads for w in writers.get(r.array, ()))
+    operands = {r.array for r in producer.reads}
+    return all(s.op_index < producer.op_index for s in statements
+               if s.write.array in operands)
 
 
-def _inline(scop: Scop, producer: Statement, consumer: Statement) -> Scop:
+def _inline(producer: Statement, consumer: Statement) -> Statement:
+    """``consumer`` with its reads of ``producer``'s array replaced by ``producer``'s
+    body over ``producer``'s reads, composed into ``consumer``'s instances."""
     t = producer.write.array
     instance_of = producer.write.relation.reverse()  # t element -> P instance
     reads: list[Access] = []
@@ -94,12 +115,7 @@ def _inline(scop: Scop, producer: Statement, consumer: Statement) -> Scop:
                      for r in producer.reads)
         loads[k] = _renumber(producer.body, lambda j, shift=shift: Load(shift + j))
     body = _renumber(consumer.body, lambda j: loads[j])
-    merged = replace(consumer, reads=tuple(reads), body=body)
-    statements = tuple(merged if s.name == consumer.name else s
-                       for s in scop.statements if s.name != producer.name)
-    domain = scop.domain.subtract(producer.domain)
-    return replace(scop, statements=statements, order=scop.order.intersect_domain(domain),
-                   arrays=tuple(a for a in scop.arrays if a.name != t), dependences=None)
+    return replace(consumer, reads=tuple(reads), body=body)
 
 
 def _renumber(body, load):

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import islpy as isl
 
-from polyc.islutil import union_maps
+from polyc.islutil import single_multi_aff, union_maps
 
 
 def pluto_notation(schedule: isl.Schedule | isl.UnionMap, scop=None) -> str:
@@ -28,12 +28,9 @@ def _natural(name: str):
 
 
 def _row_terms(relation: isl.Map) -> list[str]:
-    pma = isl.PwMultiAff.from_map(relation)
-    if pma.n_piece() != 1:
+    multi_aff = single_multi_aff(relation)
+    if multi_aff is None:
         return [str(relation)]
-    pieces = []
-    pma.foreach_piece(lambda _set, multi_aff: pieces.append(multi_aff))
-    multi_aff = pieces[0]
     return [format_aff(multi_aff.get_at(k)) for k in range(multi_aff.dim(isl.dim_type.out))]
 
 

@@ -52,8 +52,7 @@ def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
     contractions = _contractions(scop, result.schedule, blockings)
     attached = {c.statement.name: _neighbours(result.schedule, c, attachable(scop, c))
                 for c, _ in contractions}
-    skip = {name for name in attached} | {a.statement.name for found in attached.values()
-                                          for a in found}
+    skip = set(attached) | {a.statement.name for found in attached.values() for a in found}
     schedule, notes = tile_bands(scop, result.schedule, sizes, skip=skip)
     if contractions:
         scop, schedule, recipe_notes = _apply_recipe(scop, schedule, contractions, attached)

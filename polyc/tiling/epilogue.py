@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
+from polyc.islutil import single_multi_aff
 from polyc.scop.model import Scop, Statement
 from polyc.tiling.contraction import Contraction
 
@@ -74,6 +75,4 @@ def _to_contraction(c: Contraction, access: isl.Map, domain: isl.Set) -> isl.Mul
         s.write.relation.intersect_domain(first_k).reverse())
     if not relation.is_single_valued() or not relation.domain().is_equal(domain):
         return None
-    pieces: list[isl.MultiAff] = []
-    isl.PwMultiAff.from_map(relation).foreach_piece(lambda _, piece: pieces.append(piece))
-    return pieces[0] if len(pieces) == 1 else None
+    return single_multi_aff(relation)

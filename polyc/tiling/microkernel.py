@@ -118,9 +118,10 @@ def recipe_schedule(packed: Packed, block: Blocking,
     p_j = p(nb).scale_val(_val(p_space, nr)).add(p(nb + 2))
 
     copy_tree = _band(isl.Schedule.from_domain(isl.UnionSet.from_set(copy.domain)),
-                      copy.domain, [p(nb + 2)])
+                      [(copy.domain, None)], [p(nb + 2)])
     copy_tree = _mark(copy_tree, VECTOR_MARK)
-    copy_tree = _band(copy_tree, copy.domain, [p(nb), p(nb + 1), _div(p(nb + 2), LANES)])
+    copy_tree = _band(copy_tree, [(copy.domain, None)],
+                      [p(nb), p(nb + 1), _div(p(nb + 2), LANES)])
     copy_band = copy_tree.get_root().child(0)
     for member in (0, 1):  # panels and rows of the copy: each element is written once
         copy_band = copy_band.band_member_set_coincident(member, 1)
@@ -130,17 +131,17 @@ def recipe_schedule(packed: Packed, block: Blocking,
     parts = [(c.statement.domain, None)] + [(a.statement.domain, a) for a in attached]
     trees = {}
     for domain, a in parts:  # innermost: a row of vectors; k outside them for S
-        tree = _rows_band(isl.Schedule.from_domain(isl.UnionSet.from_set(domain)),
-                          [(domain, a)], [j])
-        tree = _rows_band(_mark(tree, VECTOR_MARK), [(domain, a)],
-                          ([] if a else [k]) + [i, _div(j, LANES)])
+        tree = _band(isl.Schedule.from_domain(isl.UnionSet.from_set(domain)),
+                     [(domain, a)], [j])
+        tree = _band(_mark(tree, VECTOR_MARK), [(domain, a)],
+                     ([] if a else [k]) + [i, _div(j, LANES)])
         trees[domain.get_tuple_name()] = _mark(tree, REGISTER_MARK)
     order = [a.statement.name for a in attached if a.prologue] + [c.statement.name] + \
         [a.statement.name for a in attached if not a.prologue]
     tile_tree = trees[order[0]]
     for name in order[1:]:
         tile_tree = tile_tree.sequence(trees[name])
-    tile_tree = _rows_band(tile_tree, parts, [_div(i, block.mc), _div(j, nr), _div(i, block.mr)])
+    tile_tree = _band(tile_tree, parts, [_div(i, block.mc), _div(j, nr), _div(i, block.mr)])
     band = tile_tree.get_root().child(0)
     for member in (0, 1):  # row and column blocks of C: no dependence crosses them
         band = band.band_member_set_coincident(member, 1)
@@ -214,7 +215,8 @@ def _rows(parts, aff: isl.Aff) -> isl.UnionPwAff:
     return result
 
 
-def _rows_band(tree: isl.Schedule, parts, affs: list[isl.Aff]) -> isl.Schedule:
+def _band(tree: isl.Schedule, parts, affs: list[isl.Aff]) -> isl.Schedule:
+    """``tree`` under a band of the rows ``affs`` (see :func:`_rows` for ``parts``)."""
     return tree.insert_partial_schedule(_multi([_rows(parts, a) for a in affs]))
 
 
@@ -237,10 +239,6 @@ def _union(domain: isl.Set, aff: isl.Aff) -> isl.UnionPwAff:
 
 def _multi(rows: list[isl.UnionPwAff]) -> isl.MultiUnionPwAff:
     return multi_union(isl.Space.set_alloc(rows[0].get_ctx(), 0, len(rows)), rows)
-
-
-def _band(tree: isl.Schedule, domain: isl.Set, affs: list[isl.Aff]) -> isl.Schedule:
-    return tree.insert_partial_schedule(_multi([_union(domain, a) for a in affs]))
 
 
 def _mark(tree: isl.Schedule, name: str) -> isl.Schedule:

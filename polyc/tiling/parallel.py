@@ -33,7 +33,7 @@ import islpy as isl
 
 from polyc.codegen.parallel import MARK
 from polyc.codegen.vector import MARK as VECTOR_MARK
-from polyc.islutil import span, statement_names, union_maps, union_sets
+from polyc.islutil import single_multi_aff, span, statement_names, union_maps, union_sets
 from polyc.scheduler.base import ScheduleResult
 from polyc.scheduler.notation import format_aff
 from polyc.scop.model import Scop
@@ -195,6 +195,5 @@ def _note(band: isl.ScheduleNode, member: int) -> str:
 
 
 def _row_text(row: isl.Map) -> str:
-    pieces = []
-    isl.PwMultiAff.from_map(row).foreach_piece(lambda _set, multi: pieces.append(multi))
-    return format_aff(pieces[0].get_at(0)) if len(pieces) == 1 else str(row)
+    multi = single_multi_aff(row)
+    return str(row) if multi is None else format_aff(multi.get_at(0))
