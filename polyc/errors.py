@@ -18,8 +18,29 @@ class UnsupportedOpError(PolycError):
 
     def __init__(self, op_type, node_name, opset, detail=""):
         self.op_type, self.node_name, self.opset = op_type, node_name, opset
+        self.problems = (self,)  # every node polyc cannot lower, see combine()
         what = f"unsupported op {op_type} (opset {opset}) at node '{node_name}'"
         super().__init__(f"{what}: {detail}" if detail else what)
+
+    @classmethod
+    def combine(cls, problems) -> "UnsupportedOpError":
+        """One error naming every problem of a model: a line per op type, with its nodes."""
+        problems = tuple(problems)
+        if len(problems) == 1:
+            return problems[0]
+        by_op: dict[str, list] = {}
+        for problem in problems:
+            by_op.setdefault(problem.op_type, []).append(problem)
+        lines = [f"{len(by_op)} unsupported op(s) in {len(problems)} nodes:"]
+        for op_type, errors in by_op.items():
+            nodes = ", ".join(f"'{e.node_name}'" for e in errors[:5])
+            more = f" and {len(errors) - 5} more" if len(errors) > 5 else ""
+            detail = str(errors[0]).split(": ", 1)[-1]
+            lines.append(f"  {op_type} (opset {errors[0].opset}) at {nodes}{more}: {detail}")
+        error = cls(", ".join(by_op), problems[0].node_name, problems[0].opset)
+        error.args = ("\n".join(lines),)
+        error.problems = problems
+        return error
 
 
 class UnsupportedDtypeError(PolycError):

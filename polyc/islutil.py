@@ -112,6 +112,27 @@ def index_map(domain: isl.Set, target: isl.Space, index: Sequence[Ix]) -> isl.Ma
     return affs_to_map(space, target, affs).intersect_domain(domain)
 
 
+def outside_map(space: isl.Space, shape: Sequence[int], mode: str) -> isl.Map:
+    """``{ A[d] -> A[e] }`` sending every index to the element read there: ``edge``
+    clamps each ``d_k`` into ``[0, n_k)``, ``reflect`` mirrors it at the border without
+    repeating it (``e = (n-1) - |(n-1) - |d||``, exact for ``-(n-1) <= d <= 2(n-1)``)."""
+    pieces = isl.PwAffList.alloc(space.get_ctx(), 0)
+    for dim, extent in enumerate(shape):
+        x = isl.PwAff.from_aff(variable(space, dim))
+        zero = x.sub(x)
+        if mode == "edge":
+            folded = x.max(zero).min(zero.add_constant_val(extent - 1))
+        elif mode == "reflect":
+            top = zero.add_constant_val(extent - 1)
+            distance = top.sub(x.max(x.neg()))
+            folded = top.sub(distance.max(distance.neg()))
+        else:
+            raise ValueError(f"no outside map for mode {mode!r}")
+        pieces = pieces.add(folded)
+    multi = isl.MultiPwAff.from_pw_aff_list(space.map_from_set(), pieces)
+    return isl.Map.from_multi_pw_aff(multi)
+
+
 def strides(shape: Sequence[int]) -> tuple[int, ...]:
     """Row-major element strides of ``shape``."""
     result, step = [], 1

@@ -123,9 +123,13 @@ class _Stages:
 
 
 def lower(model, options: Options) -> Compilation:
-    """ONNX model -> LLVM IR, keeping every intermediate result."""
+    """ONNX model (or a core :class:`Graph`, which skips the frontend) -> LLVM IR,
+    keeping every intermediate result."""
     stages = _Stages()
-    graph = stages.run("frontend", import_model, model, shapes=options.shapes)
+    if isinstance(model, Graph):
+        graph = model
+    else:
+        graph = stages.run("frontend", import_model, model, shapes=options.shapes)
     scop = stages.run("scop", build_scop, graph)
     return replace(lower_scop(scop, options, stages), graph=graph)
 

@@ -24,6 +24,7 @@ class Instance:
     statement: Statement
     write: isl.AstExpr
     reads: tuple[isl.AstExpr, ...]
+    guards: tuple[isl.AstExpr | None, ...] = ()  # per read: None when always inside
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,9 @@ def build_ast(scop: Scop, schedule: isl.Schedule) -> LoopProgram:
             iterators = isl.PwMultiAff.from_map(schedule_map.reverse())
             write, *reads = [build.expr_from_pw_aff(off.pullback_pw_multi_aff(iterators))
                              for off in offsets[name]]
-            instances.append(Instance(scop.statement(name), write, tuple(reads)))
+            statement = scop.statement(name)
+            guards = tuple(_guard(build, r.guard, schedule_map) for r in statement.reads)
+            instances.append(Instance(statement, write, tuple(reads), guards))
             return node.set_annotation(isl.Id(f"I{len(instances) - 1}", context=scop.ctx))
         except BaseException as err:  # isl swallows callback exceptions: keep them
             failures.append(err)
@@ -84,4 +87,15 @@ def _context(scop: Scop) -> isl.Set:
 def _statement_offsets(scop: Scop, statement: Statement) -> list[isl.PwAff]:
     """Element offsets of the write, then of each read, as functions of the instance."""
     accesses = (statement.write,) + statement.reads
-    return [flat_offset(a.relation, scop.array(a.array).shape) for a in accesses]
+    return [flat_offset(a.loaded, scop.array(a.array).shape) for a in accesses]
+
+
+def _guard(build: isl.AstBuild, guard: isl.Set | None, schedule_map: isl.Map
+           ) -> isl.AstExpr | None:
+    """The condition under which a bounded read is inside its array, or None if always."""
+    if guard is None:
+        return None
+    at_instance = schedule_map.intersect_domain(guard).range().gist(schedule_map.range())
+    if at_instance.plain_is_universe():
+        return None
+    return build.expr_from_set(at_instance)

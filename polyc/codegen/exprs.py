@@ -5,7 +5,8 @@ Index arithmetic is i64. ``fdiv_q`` is floor division (rounds towards -inf), not
 Float arithmetic carries the ``reassoc`` and ``contract`` fast-math flags (FMA and
 vectorised reductions), and nothing that changes results on NaN or infinity. exp, log,
 tanh and sigmoid are :mod:`polyc.codegen.vecmath`'s polynomial builders, not libm calls,
-so loops using them vectorize.
+so loops using them vectorize. Truth values are floats (1.0 / 0.0), see
+``core.FUNCTIONS``.
 """
 
 from __future__ import annotations
@@ -99,6 +100,25 @@ def _relu(b: ir.IRBuilder, x):
     return _call_intrinsic("llvm.maxnum")(b, x, fconst(x.type, 0.0))
 
 
+def _truth(pred: str):
+    """A comparison as 1.0 / 0.0; ordered, so any NaN operand gives 0.0 (as numpy)."""
+    def emit(b: ir.IRBuilder, x, y):
+        return b.select(b.fcmp_ordered(pred, x, y), fconst(x.type, 1.0), fconst(x.type, 0.0))
+    return emit
+
+
+def _select(b: ir.IRBuilder, c, x, y):
+    """``x`` where ``c != 0`` (NaN included), else ``y``."""
+    return b.select(b.fcmp_unordered("!=", c, fconst(c.type, 0.0)), x, y)
+
+
+def _sign(b: ir.IRBuilder, x):
+    """-1, 0 or 1 (0 and NaN are returned as they are)."""
+    negative = b.select(b.fcmp_ordered("<", x, fconst(x.type, 0.0)), fconst(x.type, -1.0), x)
+    return b.select(b.fcmp_ordered(">", x, fconst(x.type, 0.0)), fconst(x.type, 1.0),
+                    negative)
+
+
 FLOAT_FUNCTIONS = {
     "add": lambda b, x, y: _flagged(b.fadd(x, y)),
     "sub": lambda b, x, y: _flagged(b.fsub(x, y)),
@@ -114,4 +134,13 @@ FLOAT_FUNCTIONS = {
     "min": _call_intrinsic("llvm.minimum"),
     "sigmoid": vecmath.sigmoid,
     "relu": _relu,
+    "erf": vecmath.erf,
+    "floor": _call_intrinsic("llvm.floor"),
+    "ceil": _call_intrinsic("llvm.ceil"),
+    "round": _call_intrinsic("llvm.roundeven"),
+    "sign": _sign,
+    "pow": _call_intrinsic("llvm.pow"),  # powf from libm
+    "lt": _truth("<"), "le": _truth("<="), "gt": _truth(">"), "ge": _truth(">="),
+    "eq": _truth("=="),
+    "select": _select,
 }

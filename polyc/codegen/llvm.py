@@ -17,7 +17,7 @@ from llvmlite import ir
 
 from polyc.codegen import parallel, vector
 from polyc.codegen.ast import LoopProgram
-from polyc.codegen.exprs import F32, FAST, FLOAT_FUNCTIONS, I64, fconst, int_expr
+from polyc.codegen.exprs import F32, FAST, FLOAT_FUNCTIONS, I1, I64, fconst, int_expr
 from polyc.codegen.layout import ALIGN, BufferPlan
 from polyc.errors import CodegenError
 from polyc.frontend.core import Call, Const
@@ -142,6 +142,8 @@ class _LoopEmitter:
 
     def for_(self, node: isl.AstNode) -> None:
         lanes = vector.lanes(node, self._offsets) if self.vector else None
+        if lanes is not None and any(self.program.instance(lanes.user).guards):
+            lanes = None  # bounded reads load lane by lane
         if lanes is not None:
             self.vector_user(lanes)
             return
@@ -255,8 +257,18 @@ class _LoopEmitter:
         statement = instance.statement
         addresses = [self._address(a.array, off) for a, off in
                      zip(statement.reads, instance.reads)]
-        value = self._body(statement.body,
-                           lambda k: self.builder.load(addresses[k], typ=F32, align=4), F32)
+
+        def load(k: int) -> ir.Value:
+            value = self.builder.load(addresses[k], typ=F32, align=4)
+            guard = instance.guards[k] if instance.guards else None
+            if guard is None:
+                return value
+            inside = self.int_value(guard)
+            if inside.type != I1:  # isl may print a condition as an integer
+                inside = self.builder.icmp_signed("!=", inside, ir.Constant(inside.type, 0))
+            return self.builder.select(inside, value, fconst(F32, statement.reads[k].fill))
+
+        value = self._body(statement.body, load, F32)
         self.builder.store(value, self._address(statement.write.array, instance.write), align=4)
 
     def _address(self, array: str, offset: isl.AstExpr) -> ir.Value:

@@ -22,16 +22,28 @@ from types import MappingProxyType
 import numpy as np
 
 # Scalar functions a body expression may call, with their arity.
+# Truth values are float32 too: a comparison gives 1.0 or 0.0, and ``select(c, a, b)``
+# picks ``a`` where ``c != 0`` (so NaN counts as true, as in C).
 FUNCTIONS = MappingProxyType({
     "neg": 1, "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "tanh": 1,
-    "sigmoid": 1, "relu": 1,
+    "sigmoid": 1, "relu": 1, "erf": 1,
+    "floor": 1, "ceil": 1,
+    "round": 1,  # to nearest, ties to even (numpy.round)
+    "sign": 1,   # -1, 0 or 1; NaN stays NaN
     "add": 2, "sub": 2, "mul": 2, "div": 2,
+    "pow": 2,  # numpy.power on float32
     "max": 2,  # NaN-propagating maximum (numpy.maximum)
     "min": 2,  # NaN-propagating minimum (numpy.minimum)
+    "lt": 2, "le": 2, "gt": 2, "ge": 2, "eq": 2,  # 1.0 where true, else 0.0
+    "select": 3,
 })
 
 # Combiners a Reduce may use, with the identity the frontend usually initialises to.
-COMBINERS = MappingProxyType({"add": 0.0, "max": float("-inf"), "min": float("inf")})
+COMBINERS = MappingProxyType({"add": 0.0, "mul": 1.0, "max": float("-inf"),
+                              "min": float("inf")})
+
+# What a Read gives at an index outside its tensor (per dim, see Read).
+OUTSIDE = ("error", "fill", "edge", "reflect")
 
 
 @dataclass(frozen=True)
@@ -65,11 +77,34 @@ def identity_index(rank: int) -> tuple[Ix, ...]:
 
 @dataclass(frozen=True)
 class Read:
+    """``tensor[index]``. Where the index leaves the tensor, ``outside`` says what is read:
+
+    - ``error``   never happens (the SCoP builder checks the index stays inside);
+    - ``fill``    the value ``fill`` (constant padding, the halo of a convolution);
+    - ``edge``    the nearest element (each index clamped into its dim);
+    - ``reflect`` the element mirrored at the border, not repeating it (numpy's
+      ``reflect`` mode; an index may leave its dim by at most ``size - 1``).
+    """
+
     tensor: str
     index: tuple[Ix, ...]
+    outside: str = "error"
+    fill: float = 0.0
+
+    def __post_init__(self):
+        if self.outside not in OUTSIDE:
+            raise ValueError(f"unknown outside mode {self.outside!r}")
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the index may leave the tensor."""
+        return self.outside != "error"
 
     def __str__(self) -> str:
-        return f"{self.tensor}[{', '.join(map(str, self.index))}]"
+        text = f"{self.tensor}[{', '.join(map(str, self.index))}]"
+        if self.outside == "fill":
+            return f"{text} (outside: {self.fill!r})"
+        return f"{text} (outside: {self.outside})" if self.bounded else text
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ iteration box at once with numpy index arrays; float32 throughout, IEEE semantic
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -21,16 +22,28 @@ def _sigmoid(x):
     return np.exp(-np.logaddexp(F32(0), -x)).astype(F32)
 
 
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _truth(compare):
+    return lambda x, y: compare(x, y).astype(F32)
+
+
 # The numpy meaning of every core function (see core.FUNCTIONS).
 NUMPY_FUNCTIONS = {
     "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
     "tanh": np.tanh, "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, F32(0)),
+    "erf": lambda x: _erf(np.asarray(x, np.float64)),
+    "floor": np.floor, "ceil": np.ceil, "round": np.round, "sign": np.sign,
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-    "max": np.maximum, "min": np.minimum,
+    "pow": np.power, "max": np.maximum, "min": np.minimum,
+    "lt": _truth(np.less), "le": _truth(np.less_equal), "gt": _truth(np.greater),
+    "ge": _truth(np.greater_equal), "eq": _truth(np.equal),
+    "select": lambda c, x, y: np.where(np.asarray(c) != 0, x, y),
 }
 
 # The numpy ufunc of every Reduce combiner (see core.COMBINERS).
-NUMPY_COMBINERS = {"add": np.add, "max": np.maximum, "min": np.minimum}
+NUMPY_COMBINERS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
 def evaluate(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -92,13 +105,29 @@ def _expr(expr: core.Expr, values, grid):
     """The value of ``expr`` at every point of ``grid`` (broadcastable to its box)."""
     if isinstance(expr, Read):
         array = values[expr.tensor]
-        return array[tuple(_index(ix, grid) for ix in expr.index)]
+        index = tuple(_index(ix, grid) for ix in expr.index)
+        return _read_outside(expr, array, index) if expr.bounded else array[index]
     if isinstance(expr, Const):
         return F32(expr.value)
     if isinstance(expr, Call):
         args = [_expr(a, values, grid) for a in expr.args]
         return np.asarray(NUMPY_FUNCTIONS[expr.fn](*args), dtype=F32)
     raise TypeError(f"not a core expression: {expr!r}")
+
+
+def _read_outside(read: Read, array: np.ndarray, index) -> np.ndarray:
+    """``array[index]`` where indices may leave the array, as ``read.outside`` says."""
+    inside, moved = True, []
+    for ix, size in zip(index, array.shape):
+        ix = np.asarray(ix)
+        if read.outside == "reflect":
+            period = max(2 * (size - 1), 1)
+            folded = np.abs(ix) % period
+            ix = np.where(folded >= size, period - folded, folded)
+        inside = inside & (ix >= 0) & (ix < size)
+        moved.append(np.clip(ix, 0, size - 1))
+    value = array[tuple(moved)]
+    return np.where(inside, value, F32(read.fill)) if read.outside == "fill" else value
 
 
 def _reduce(op: Reduce, values) -> np.ndarray:

@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 
-from polyc.errors import ModelError, UnsupportedDtypeError
+from polyc.errors import ModelError, UnsupportedDtypeError, UnsupportedOpError
 from polyc.frontend import core
 from polyc.frontend.core import Call, Graph, Map, Read, Reduce, TensorInfo, View
 from polyc.frontend.load import OnnxGraph
@@ -32,10 +32,16 @@ def lower(graph: OnnxGraph) -> Graph:
 
 
 def check_supported(graph: OnnxGraph) -> None:
-    """Raise UnsupportedOpError for the first node whose op, version, inputs or attributes
-    have no lowering."""
+    """Raise one UnsupportedOpError naming every node whose op, version, inputs or
+    attributes have no lowering."""
+    problems = []
     for index, node in enumerate(graph.nodes):
-        lookup(node, graph.opset, node_name(node, index)).check_node(node, graph.opset)
+        try:
+            lookup(node, graph.opset, node_name(node, index)).check_node(node, graph.opset)
+        except UnsupportedOpError as error:
+            problems.append(error)
+    if problems:
+        raise UnsupportedOpError.combine(problems)
 
 
 class LoweringContext:

@@ -80,7 +80,10 @@ def _consumer(statements: list[Statement], producer: Statement, temps: set[str]
 def _reads_each_element_once(consumer: Statement, t: str) -> bool:
     """Every read of ``t`` in ``C`` is injective and they all read the same element (so
     the inlined copies are common subexpressions, not recomputations)."""
-    relations = [r.relation for r in consumer.reads if r.array == t]
+    reads = [r for r in consumer.reads if r.array == t]
+    if any(r.address is not None for r in reads):  # a bounded read of t: keep t
+        return False
+    relations = [r.relation for r in reads]
     return relations[0].is_injective() and all(r.is_equal(relations[0]) for r in relations)
 
 
@@ -111,8 +114,7 @@ def _inline(producer: Statement, consumer: Statement) -> Statement:
             continue
         to_producer = read.relation.apply_range(instance_of)
         shift = len(reads)
-        reads.extend(Access(r.array, to_producer.apply_range(r.relation))
-                     for r in producer.reads)
+        reads.extend(r.pulled_back(to_producer) for r in producer.reads)
         loads[k] = _renumber(producer.body, lambda j, shift=shift: Load(shift + j))
     body = _renumber(consumer.body, lambda j: loads[j])
     return replace(consumer, reads=tuple(reads), body=body)

@@ -18,6 +18,7 @@ from polyc.islutil import (
     box,
     identity_schedule,
     index_map,
+    outside_map,
     reshape_map,
     sequence,
     set_space,
@@ -128,20 +129,39 @@ class _Builder:
         self.statements.append(Statement(name, domain, write, tuple(reads), body, position,
                                          op.node))
 
-    def _access(self, domain: isl.Set, tensor: str, index) -> Access:
+    def _access(self, domain: isl.Set, tensor: str, index, read: Read | None = None
+                ) -> Access:
+        """The access of ``tensor[index]`` (through its view, if it is one). For a
+        bounded ``read``, indices leaving the tensor are handled in the tensor's own
+        index space, before the view map."""
         if tensor in self.views:
             base, view_map = self.views[tensor]
-            relation = index_map(domain, view_map.get_space().domain(), index)
+            space = view_map.get_space().domain()
+        else:
+            base, view_map = tensor, None
+            space = self._space(tensor)
+        relation = index_map(domain, space, index)
+        address = guard = None
+        if read is not None and read.bounded:
+            shape = self.graph.tensors[tensor].shape
+            name = space.get_tuple_name(isl.dim_type.set)
+            inside = relation.intersect_range(box(self.ctx, name, shape, prefix="d"))
+            mode = "edge" if read.outside == "fill" else read.outside
+            address = relation.apply_range(outside_map(space, shape, mode))
+            if read.outside == "fill":
+                relation, guard = inside, inside.domain()
+            else:
+                relation = address
+        if view_map is not None:
             relation = relation.apply_range(view_map)
-            return Access(self.arrays[base].name, relation)
-        array = self.arrays[tensor]
-        relation = index_map(domain, self._space(tensor), index)
-        return Access(array.name, relation)
+            address = None if address is None else address.apply_range(view_map)
+        return Access(self.arrays[base].name, relation, address, guard,
+                      read.fill if read is not None else 0.0)
 
     def _lower_body(self, expr, domain: isl.Set, reads: list[Access]):
         """Replace each Read by a Load of a new access (one access per Read)."""
         if isinstance(expr, Read):
-            reads.append(self._access(domain, expr.tensor, expr.index))
+            reads.append(self._access(domain, expr.tensor, expr.index, expr))
             return Load(len(reads) - 1)
         if isinstance(expr, Call):
             return Call(expr.fn, tuple(self._lower_body(a, domain, reads) for a in expr.args))

@@ -57,10 +57,32 @@ class Array:
 
 @dataclass(frozen=True)
 class Access:
-    """``relation`` maps statement instances to the elements of ``array`` they touch."""
+    """``relation`` maps statement instances to the elements of ``array`` they touch.
+
+    A read whose index may leave the array (``Read.outside``) keeps the exact elements
+    in ``relation`` (dependences stay exact) and says how code reads them: ``address``
+    (single-valued, always inside the array) gives the element loaded, and where an
+    instance is outside ``guard`` the loaded value is replaced by ``fill``.
+    """
 
     array: str
     relation: isl.Map
+    address: isl.Map | None = None  # None: the relation itself
+    guard: isl.Set | None = None    # None: every instance reads a real element
+    fill: float = 0.0
+
+    @property
+    def loaded(self) -> isl.Map:
+        """The element each instance loads."""
+        return self.relation if self.address is None else self.address
+
+    def pulled_back(self, to_old: isl.Map) -> Access:
+        """This access seen from new instances; ``to_old`` maps each to an old instance."""
+        return Access(
+            self.array, to_old.apply_range(self.relation),
+            None if self.address is None else to_old.apply_range(self.address),
+            None if self.guard is None else to_old.intersect_range(self.guard).domain(),
+            self.fill)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,8 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
     if operands is None or extents is None or not _unit_rows(scop, band, statement):
         return None
     x, y = operands
+    if statement.reads[x].address is not None or statement.reads[y].address is not None:
+        return None  # a factor read with a border (padding): no packing of it
     strides = [_strides(scop, access) for access in
                (statement.write, statement.reads[x], statement.reads[y])]
     if any(s is None for s in strides):
