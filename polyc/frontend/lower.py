@@ -69,6 +69,8 @@ class LoweringContext:
             self._define(info.name, info)
         for name, value in graph.constants.items():
             core_name = self.fresh("const") if name in graph.outputs else name
+            if value.dtype == np.bool_:  # truth values are float32 0/1 in the core ops
+                value = value.astype(np.float32)
             self._constants[core_name] = value
             self._define(name, TensorInfo(core_name, tuple(value.shape), value.dtype.name))
 
