@@ -8,6 +8,7 @@ sizes 3 and 4 do not divide the kernels' extents: partial tiles everywhere.
 
 import numpy as np
 import pytest
+from onnx import helper
 from test_models import MODELS
 
 import polyc
@@ -16,7 +17,7 @@ from polyc.scheduler.notation import pluto_notation
 from polyc.scop.polybench import KERNELS
 from polyc.tiling.cache import Caches, host_caches, tile_size
 
-from onnx_helpers import ATOL, RTOL, random_inputs, run_onnxruntime
+from onnx_helpers import ATOL, RTOL, make_model, random_inputs, run_onnxruntime
 
 
 @pytest.mark.parametrize("size", [3, 4])
@@ -181,3 +182,20 @@ def test_cli_tile_size_per_statement(tmp_path, capsys):
     assert "tiling: band of S3_add: tiles 16x32" in capsys.readouterr().out
     assert main(["inspect", str(path), "--tile-size", "8", "--tile-size", "S3_add=4"]) == 1
     assert "give one value for every loop nest, or NAME=VALUE" in capsys.readouterr().err
+
+
+def _add_relu(rows: int, cols: int):
+    nodes = [helper.make_node("Add", ["x", "b"], ["t"]), helper.make_node("Relu", ["t"], ["y"])]
+    return make_model(nodes, [("x", [rows, cols]), ("b", [1, cols])], ["y"])
+
+
+@pytest.mark.parametrize("cols, hinted", [(24, True), (7, False), (300, False)])
+def test_short_inner_loops_get_unroll_disable_hints(cols, hinted):
+    """Only innermost loops of 16-32 iterations carry ``llvm.loop.unroll.disable`` (LLVM
+    would unroll them fully and vectorize the copies badly); results are unchanged."""
+    model = _add_relu(64, cols)
+    compiled = polyc.compile(model)
+    assert ("llvm.loop.unroll.disable" in compiled.compilation.llvm_ir) == hinted
+    inputs = random_inputs(model, seed=3)
+    expected = run_onnxruntime(model, inputs)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected["y"], rtol=RTOL, atol=ATOL)

@@ -24,6 +24,7 @@ from polyc.frontend.core import Call, Const
 from polyc.scop.model import Load, Scop
 
 PTR = ir.PointerType()
+SHORT_LOOP = (16, 32)  # inner loops with this many iterations get loop_hints
 ENTRY = "polyc_main"
 
 
@@ -91,6 +92,34 @@ def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...],
     return fn
 
 
+def loop_hints(module: ir.Module) -> ir.MDValue:
+    """A fresh ``llvm.loop`` id for an innermost loop: no unrolling by LLVM's loop
+    unroller, which fully unrolls short loops before the vectorizer sees them and then
+    vectorizes the copies badly (the vectorizer still interleaves). llvmlite has no
+    ``distinct`` nodes: the id refers to itself, and a counter keeps ids apart."""
+    disable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])
+    count = len(module.metadata)
+    loop_id = module.add_metadata([disable, ir.MetaDataString(module, f"polyc.loop.{count}")])
+    loop_id.operands = (loop_id, *loop_id.operands)
+    return loop_id
+
+
+def _contains_loop(node: isl.AstNode) -> bool:
+    kinds = isl.ast_node_type
+    kind = node.get_type()
+    if kind == kinds.for_:
+        return True
+    if kind == kinds.block:
+        children = node.block_get_children()
+        return any(_contains_loop(children.get_at(k)) for k in range(children.n_ast_node()))
+    if kind == kinds.if_:
+        return _contains_loop(node.if_get_then_node()) or (
+            node.if_has_else_node() and _contains_loop(node.if_get_else_node()))
+    if kind == kinds.mark:
+        return _contains_loop(node.mark_get_node())
+    return False
+
+
 class _LoopEmitter:
     """Walks the isl AST; loop iterators live in entry-block allocas (mem2reg lifts them);
     parameter ids are the i64 constants of their bound values. In an outlined loop body,
@@ -107,6 +136,7 @@ class _LoopEmitter:
         self.entry_builder = ir.IRBuilder(self.entry)
         self._entry_jump = self.entry_builder.branch(self.builder.block)
         self.vector = False  # inside a vector mark
+        self.register_tile = False  # inside a register tile: LLVM unrolls as it likes
         self.threads = threads
         self.outer = dict(outer or {})
         self.serial = outer is not None or threads == 1  # parallel marks run serially
@@ -170,8 +200,17 @@ class _LoopEmitter:
         self.scope.pop()
         step = b.add(b.load(slot, typ=I64), self.int_value(node.for_get_inc()))
         b.store(step, slot)
-        b.branch(header)
+        latch = b.branch(header)
+        if self._short_inner_loop(node):
+            latch.set_metadata("llvm.loop", loop_hints(self.fn.module))
         b.position_at_end(exit_)
+
+    def _short_inner_loop(self, node: isl.AstNode) -> bool:
+        """An innermost loop (outside register tiles) with a SHORT_LOOP trip count."""
+        if self.register_tile or _contains_loop(node.for_get_body()):
+            return False
+        trips = vector.trip_count(node)
+        return trips is not None and SHORT_LOOP[0] <= trips <= SHORT_LOOP[1]
 
     def if_(self, node: isl.AstNode) -> None:
         b = self.builder
@@ -197,10 +236,11 @@ class _LoopEmitter:
         if bounds is not None and not self.serial:
             self.parallel_loop(child, bounds)
             return
-        outer = self.vector
-        self.vector = outer or name == vector.MARK
+        outer = self.vector, self.register_tile
+        self.vector = self.vector or name == vector.MARK
+        self.register_tile = self.register_tile or name == vector.REGISTER_TILE
         self.node(child)
-        self.vector = outer
+        self.vector, self.register_tile = outer
 
     def parallel_loop(self, node: isl.AstNode, bounds: parallel.Bounds) -> None:
         """The ``for`` node as a body function of its own, run on the threads."""

@@ -21,6 +21,7 @@ from polyc.codegen.exprs import F32, I1, I64
 
 LANES = 16
 MARK = "vector"
+REGISTER_TILE = "register_tile"  # the mark of a contraction's register tile (tiling)
 VEC = ir.VectorType(F32, LANES)
 MASK = ir.VectorType(I1, LANES)
 I32 = ir.IntType(32)
@@ -107,6 +108,22 @@ def lanes(node: isl.AstNode, offsets) -> Lanes | None:
     if strides[0] != 1:  # a write to one element from every lane: a reduction
         return None
     return Lanes(iterator, init, bound, span == LANES - 1, body, tuple(strides))
+
+
+def trip_count(node: isl.AstNode) -> int | None:
+    """The number of iterations of a unit-step ``for`` node, when it is a constant."""
+    cond = node.for_get_cond()
+    if linear(node.for_get_inc()) != {"": 1} or cond.get_type() != isl.ast_expr_type.op:
+        return None
+    if cond.op_get_type() not in (op.le, op.lt):
+        return None
+    iterator = node.for_get_iterator().id_get_id().get_name()
+    if linear(cond.op_get_arg(0)) != {iterator: 1}:
+        return None
+    span = _difference(cond.op_get_arg(1), node.for_get_init())
+    if span is None:
+        return None
+    return span + (1 if cond.op_get_type() == op.le else 0)
 
 
 def _difference(x: isl.AstExpr, y: isl.AstExpr) -> int | None:

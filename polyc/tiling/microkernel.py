@@ -34,6 +34,7 @@ import islpy as isl
 
 from polyc.codegen.vector import LANES
 from polyc.codegen.vector import MARK as VECTOR_MARK
+from polyc.codegen.vector import REGISTER_TILE as REGISTER_MARK
 from polyc.errors import PolycError
 from polyc.islutil import multi_union, statement_names, variable
 from polyc.tiling.cache import FLOAT_BYTES, Caches
@@ -41,7 +42,6 @@ from polyc.tiling.contraction import Contraction
 from polyc.tiling.epilogue import Attached
 from polyc.tiling.packing import Packed
 
-REGISTER_MARK = "register_tile"
 # mr x nr, 24 zmm accumulators each; 1024^3 measured 145, 142 and 137 GFLOP/s
 REGISTER_TILES = ((6, 64), (8, 48), (12, 32))
 KC = 256
