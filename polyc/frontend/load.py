@@ -20,7 +20,7 @@ from onnx import numpy_helper
 from polyc.errors import ModelError, ShapeError, UnsupportedDtypeError
 from polyc.frontend.core import TensorInfo
 
-MIN_OPSET = 11
+MIN_OPSET = 6  # older models: each op accepts only the versions it registers
 FLOAT = onnx.TensorProto.FLOAT
 INTEGER_TYPES = (onnx.TensorProto.INT64, onnx.TensorProto.INT32)
 

@@ -7,7 +7,7 @@ from polyc.frontend.ops.indexing import broadcast_index, broadcast_shapes
 from polyc.frontend.ops.registry import onnx_op
 
 
-@onnx_op("MatMul", 9, 13)
+@onnx_op("MatMul", 1, 9, 13)
 def MatMul(ctx, A, B):
     """MatMul (numpy): Y[b.., m, n] = sum_k A[bcast(b..), m, k] * B[bcast(b..), k, n].
 
@@ -40,7 +40,7 @@ def MatMul(ctx, A, B):
                       expr=Call("mul", (a, b)), label="matmul")
 
 
-@onnx_op("Gemm", 11, 13)
+@onnx_op("Gemm", 7, 9, 11, 13)
 def Gemm(ctx, A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     """Gemm: Y[i,j] = beta*C[bcast(i,j)] + alpha * sum_k A'[i,k] B'[k,j].
 

@@ -1,0 +1,72 @@
+"""Real models: polyc's compile time and run time next to onnxruntime's, same process.
+
+    python benchmarks/models.py [--repeat N] [--threads 1] [--cases resnet50,bert_layer]
+                                [--json out.json]
+
+The cases are the onnx package's light models (full-size CNNs) and the PyTorch exports
+of tests/torch_models.py (needs the ``test`` extra: torch). For each it checks polyc's
+output against onnxruntime (rtol 1e-4, atol 1e-5), then prints the compile time and
+the median run time of polyc and onnxruntime (``intra_op_num_threads`` and
+``OMP_NUM_THREADS`` set to the thread count, default 1) and their ratio (below 1.0 means
+polyc is faster). Results go to JSON (default benchmarks/results/models.json).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from harness import arguments, drive, fmt_ms, fmt_ratio, median_time, pin_threads  # noqa: E402
+
+pin_threads(sys.argv)
+
+import numpy as np  # noqa: E402
+
+import polyc  # noqa: E402
+
+from real_models import ATOL, LIGHT, RTOL, TORCH, load, run_onnxruntime  # noqa: E402
+
+CASES = LIGHT + list(TORCH)
+
+
+def run_case(name: str, repeat: int, threads: int) -> dict:
+    model, inputs = load(name)
+    start = time.perf_counter()
+    compiled = polyc.compile(model)
+    compile_s = time.perf_counter() - start
+    expected, session = run_onnxruntime(model, inputs, threads)
+    for got, want in zip(compiled.run(inputs).values(), expected):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    row = {"case": name, "compile_s": compile_s,
+           "polyc_s": median_time(lambda: compiled.run(inputs), repeat),
+           "onnxruntime_s": median_time(lambda: session.run(None, inputs), repeat)}
+    row["polyc/onnxruntime"] = row["polyc_s"] / row["onnxruntime_s"]
+    return row
+
+
+def print_table(rows, threads: int) -> None:
+    print(f"\n{threads} thread{'s' if threads > 1 else ''}")
+    print(f"{'model':<18}{'compile s':>10}{'polyc ms':>11}{'ort ms':>10}{'polyc/ort':>11}")
+    for r in rows:
+        print(f"{r['case']:<18}{r['compile_s']:>10.2f}{fmt_ms(r['polyc_s'], 2):>11}"
+              f"{fmt_ms(r['onnxruntime_s'], 2):>10}{fmt_ratio(r['polyc/onnxruntime']):>11}")
+
+
+def main(argv=None):
+    args = arguments(__doc__.splitlines()[0], CASES, json_path=HERE / "results" / "models.json",
+                     threads=[1], repeat=10, argv=argv)
+
+    def show(runs):
+        for n, rows in runs.items():
+            print_table(rows, n)
+
+    drive(args, __file__, lambda name: run_case(name, args.repeat, args.threads[0]), show,
+          polyc.__version__)
+
+
+if __name__ == "__main__":
+    main()
