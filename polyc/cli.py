@@ -33,6 +33,7 @@ examples:
   polyc run examples/mlp.onnx --seed 1 -o outputs.npz
   polyc inspect examples/mlp.onnx --fuse max
   polyc inspect mlp.so
+  polyc inspect --graph examples/mlp.onnx
   polyc bench examples/mlp.onnx --repeat 100
 
 environment: POLYC_DEBUG=1..4 (stage times, IR, dependences, LLVM IR), POLYC_CC (linker),
@@ -174,8 +175,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("inspect", inspect_command,
                   "show the compiled schedule of a model, or the manifest of an artifact",
-                  ["polyc inspect examples/mlp.onnx --scheduler isl", "polyc inspect mlp.so"])
+                  ["polyc inspect examples/mlp.onnx --scheduler isl", "polyc inspect mlp.so",
+                   "polyc inspect --graph model.onnx"])
     sub.add_argument("target", metavar="MODEL.onnx|ARTIFACT.so")
+    sub.add_argument("--graph", action="store_true",
+                     help="show the ONNX graph before and after clean-up and what each "
+                          "clean-up pass did, instead of compiling (ONNX models only)")
     add_compile_options(sub)
 
     sub = command("bench", bench_command,
@@ -292,11 +297,31 @@ def describe(name: str, array: np.ndarray) -> str:
 
 
 def inspect_command(args) -> None:
+    if args.graph:
+        print(cleanup_text(args))
+        return
     if is_onnx(args.target):
         print(compile_onnx(args.target, args).inspect())
         return
     from polyc.runtime.artifact import load_artifact
     print(manifest_json(load_artifact(args.target).manifest))
+
+
+def cleanup_text(args) -> str:
+    """The ONNX graph as loaded, the clean-up notes, and the graph after clean-up."""
+    if not is_onnx(args.target):
+        raise InputError(f"--graph shows an ONNX model's graph; {args.target} is not a "
+                         "*.onnx file")
+    if not Path(args.target).is_file():
+        raise ModelError(f"no such model file: {args.target}")
+    from polyc.frontend.cleanup import cleanup, describe  # heavy: onnx
+    from polyc.frontend.load import load_model
+    loaded = load_model(args.target, shapes=dict(args.shape) or None)
+    cleaned = cleanup(loaded)
+    sections = [("ONNX GRAPH", describe(loaded)),
+                ("CLEAN-UP", "\n".join(cleaned.notes) or "nothing changed"),
+                ("CLEANED ONNX GRAPH", describe(cleaned))]
+    return "\n\n".join(f"== {title} ==\n{body}" for title, body in sections)
 
 
 def manifest_json(manifest: dict) -> str:

@@ -75,7 +75,7 @@ def load_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None) -> O
         inputs=inputs,
         outputs=tuple(v.name for v in graph.output),
         constants=constants,
-        value_shapes=_value_shapes(graph),
+        value_shapes=value_shapes_of(graph),
         model_hash=model_hash,
     )
 
@@ -232,7 +232,7 @@ def _check_output_dtype(value: onnx.ValueInfoProto) -> None:
             "polyc compiles float32 only")
 
 
-def _value_shapes(graph: onnx.GraphProto) -> dict[str, tuple[int | None, ...]]:
+def value_shapes_of(graph: onnx.GraphProto) -> dict[str, tuple[int | None, ...]]:
     """Shapes that inference found: value name -> dims (``None`` where unknown)."""
     shapes = {}
     for value in [*graph.input, *graph.value_info, *graph.output]:
