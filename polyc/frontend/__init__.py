@@ -1,7 +1,8 @@
 """The frontend: an ONNX model in, a core-op :class:`~polyc.frontend.core.Graph` out.
 
 :func:`import_model` lists the steps in order: load (read, check, infer shapes),
-clean-up (dead nodes, constant folding), lower (one function per ONNX op, see
+clean-up (dead nodes, constant and shape folding, Identity/Dropout removal,
+batch-norm folding, reshape/transpose chains; :mod:`polyc.frontend.cleanup`), lower (one function per ONNX op, see
 ``polyc.frontend.ops``). :func:`evaluate` runs a Graph with numpy, as a reference.
 """
 
