@@ -1,8 +1,8 @@
-"""Layout ops: each lowers to one core ``View`` (no data is moved)."""
+"""Layout ops: each lowers to core ``View`` ops (no data is moved)."""
 
 from __future__ import annotations
 
-from polyc.frontend.ops.indexing import size
+from polyc.frontend.ops.indexing import normalize_axis, size
 from polyc.frontend.ops.registry import onnx_op
 
 
@@ -74,3 +74,125 @@ def Transpose(ctx, data, *, perm=None):
         raise ctx.shape_error(f"perm {list(perm)} is not a permutation of {rank} axes")
     dims = tuple(data.shape[p] for p in perm)
     return ctx.view(data, dims, kind="transpose", perm=perm, label="transpose")
+
+
+def _axes_set(ctx, axes, rank: int, role: str) -> tuple[int, ...]:
+    """``axes`` (each in ``[-rank, rank)``, no repeats) made non-negative, sorted."""
+    try:
+        normal = sorted(normalize_axis(int(a), rank) for a in axes)
+    except ValueError as e:
+        raise ctx.shape_error(f"{role}: {e}") from None
+    if len(set(normal)) != len(normal):
+        raise ctx.shape_error(f"{role} {list(axes)} repeat an axis")
+    return tuple(normal)
+
+
+def _squeeze(ctx, data, axes):
+    rank = len(data.shape)
+    if axes is None:
+        axes = tuple(k for k, d in enumerate(data.shape) if d == 1)
+    axes = _axes_set(ctx, axes, rank, "axes")
+    wide = [a for a in axes if data.shape[a] != 1]
+    if wide:
+        raise ctx.shape_error(f"cannot squeeze axis {wide[0]} of {list(data.shape)}: "
+                              "its size is not 1")
+    dims = tuple(d for k, d in enumerate(data.shape) if k not in axes)
+    return ctx.view(data, dims, label="squeeze")
+
+
+@onnx_op("Squeeze", 11)
+def Squeeze_11(ctx, data, *, axes=None):
+    """Squeeze-11 (axes attribute): View(reshape) of data without the size-1 ``axes``
+    (without axes: every size-1 dim)."""
+    return _squeeze(ctx, data, axes)
+
+
+@onnx_op("Squeeze", 13, 21, 23, 24, 25)
+def Squeeze(ctx, data, axes=None):
+    """Squeeze (axes input): View(reshape) of data without the size-1 ``axes``
+    (without axes: every size-1 dim)."""
+    return _squeeze(ctx, data, None if axes is None else ctx.int_values(axes, "axes"))
+
+
+def _unsqueeze(ctx, data, axes):
+    rank = len(data.shape) + len(axes)
+    axes = _axes_set(ctx, axes, rank, "axes")
+    rest = iter(data.shape)
+    dims = tuple(1 if k in axes else next(rest) for k in range(rank))
+    return ctx.view(data, dims, label="unsqueeze")
+
+
+@onnx_op("Unsqueeze", 11)
+def Unsqueeze_11(ctx, data, *, axes):
+    """Unsqueeze-11 (axes attribute): View(reshape) of data with size-1 dims inserted at
+    ``axes`` (axes of the output)."""
+    return _unsqueeze(ctx, data, axes)
+
+
+@onnx_op("Unsqueeze", 13, 21, 23, 24, 25)
+def Unsqueeze(ctx, data, axes):
+    """Unsqueeze (axes input): View(reshape) of data with size-1 dims inserted at
+    ``axes`` (axes of the output)."""
+    return _unsqueeze(ctx, data, ctx.int_values(axes, "axes"))
+
+
+def _blocks(ctx, input, blocksize: int, mode: str):
+    """(b, c, h, w) of a 4-D input; checks ``blocksize`` and ``mode``."""
+    if mode not in ("DCR", "CRD"):
+        raise ctx.unsupported(f"mode={mode!r} (DCR and CRD are supported)")
+    if len(input.shape) != 4:
+        raise ctx.shape_error(f"input {list(input.shape)} must be 4-D")
+    if blocksize < 1:
+        raise ctx.shape_error(f"blocksize {blocksize} must be positive")
+    return input.shape
+
+
+def _rearranged(ctx, input, split, perm, out_shape, label: str):
+    """View(reshape) to ``split``, View(transpose) by ``perm``, View(reshape) to
+    ``out_shape``."""
+    parts = ctx.view(input, split, label=f"{label}_split")
+    moved = ctx.view(parts, [split[p] for p in perm], kind="transpose", perm=perm,
+                     label=f"{label}_transpose")
+    return ctx.view(moved, out_shape, label=label)
+
+
+@onnx_op("DepthToSpace", 11, 13, 28)
+def DepthToSpace(ctx, input, *, blocksize, mode="DCR"):
+    """DepthToSpace: three Views, as in the ONNX definition (s = blocksize):
+    DCR: reshape (b, s, s, c/s^2, h, w), transpose (0, 3, 4, 1, 5, 2);
+    CRD: reshape (b, c/s^2, s, s, h, w), transpose (0, 1, 4, 2, 5, 3);
+    then reshape (b, c/s^2, h*s, w*s)."""
+    b, c, h, w = _blocks(ctx, input, blocksize, mode)
+    s = blocksize
+    if c % (s * s):
+        raise ctx.shape_error(f"{c} channels do not divide by blocksize^2 = {s * s}")
+    depth = c // (s * s)
+    if mode == "DCR":
+        split, perm = (b, s, s, depth, h, w), (0, 3, 4, 1, 5, 2)
+    else:
+        split, perm = (b, depth, s, s, h, w), (0, 1, 4, 2, 5, 3)
+    return _rearranged(ctx, input, split, perm, (b, depth, h * s, w * s), "depth_to_space")
+
+
+def _space_to_depth(ctx, input, blocksize: int, mode: str):
+    b, c, h, w = _blocks(ctx, input, blocksize, mode)
+    s = blocksize
+    if h % s or w % s:
+        raise ctx.shape_error(f"spatial dims {h}x{w} do not divide by blocksize {s}")
+    perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+    return _rearranged(ctx, input, (b, c, h // s, s, w // s, s), perm,
+                       (b, c * s * s, h // s, w // s), "space_to_depth")
+
+
+@onnx_op("SpaceToDepth", 1, 13)
+def SpaceToDepth_1(ctx, input, *, blocksize):
+    """SpaceToDepth-1/13: reshape (b, c, h/s, s, w/s, s), transpose (0, 3, 5, 1, 2, 4),
+    reshape (b, c*s^2, h/s, w/s): three Views (s = blocksize)."""
+    return _space_to_depth(ctx, input, blocksize, "DCR")
+
+
+@onnx_op("SpaceToDepth", 28)
+def SpaceToDepth(ctx, input, *, blocksize, mode="DCR"):
+    """SpaceToDepth-28: as SpaceToDepth-13 for DCR; CRD transposes by
+    (0, 1, 3, 5, 2, 4) instead: three Views."""
+    return _space_to_depth(ctx, input, blocksize, mode)

@@ -1,8 +1,13 @@
-"""Reductions and Softmax: core ``Reduce`` ops (plus ``Map`` for mean and softmax).
+"""Reductions: core ``Reduce`` ops, with ``Map`` ops before or after for the norms and logs.
 
-``axes`` is an attribute before ReduceSum-13 / ReduceMean-18 / ReduceMax-18 and an
-optional constant int64 input from then on; negative axes count from the end. With
-no axes every axis is reduced, unless ``noop_with_empty_axes`` makes the op an identity.
+``axes`` is an attribute before opset 18 (ReduceSum: 13) and an optional constant int64
+input from then on; negative axes count from the end. With no axes every axis is
+reduced, unless ``noop_with_empty_axes`` reduces over no axis at all: each element is
+then reduced alone (ReduceSumSquare gives x * x, ReduceL1 |x|, ReduceLogSum log(x), the
+others x itself). Over an empty set (a zero-size axis) the result is the combiner's
+identity, through the post-processing Map (ReduceLogSum: log(0) = -inf).
+
+ArgMax and ArgMin give int64 indices: refused until the core IR has integer tensors.
 """
 
 from __future__ import annotations
@@ -12,11 +17,11 @@ from polyc.frontend.ops.indexing import normalize_axis, size
 from polyc.frontend.ops.registry import onnx_op
 
 
-def _axes(ctx, data, axes, noop_with_empty_axes) -> tuple[int, ...] | None:
-    """The sorted non-negative axes to reduce, or None when the op is an identity."""
+def _axes(ctx, data, axes, noop_with_empty_axes) -> tuple[int, ...]:
+    """The sorted non-negative axes to reduce (empty: reduce over no axis)."""
     rank = len(data.shape)
     if axes is None or len(axes) == 0:
-        return None if noop_with_empty_axes else tuple(range(rank))
+        return () if noop_with_empty_axes else tuple(range(rank))
     try:
         return tuple(sorted({normalize_axis(int(a), rank) for a in axes}))
     except ValueError as e:
@@ -28,47 +33,118 @@ def _axes_input(ctx, axes):
     return None if axes is None else ctx.int_values(axes, "axes")
 
 
-def _kept(shape, axes) -> tuple[tuple[int, ...], tuple[Ix, ...]]:
+def kept(shape, axes) -> tuple[tuple[int, ...], tuple[Ix, ...]]:
     """Shape and loop-point index of a keepdims reduction of ``shape`` over ``axes``."""
     dims = tuple(1 if k in axes else d for k, d in enumerate(shape))
     index = tuple(Ix.constant(0) if k in axes else Ix.var(k) for k in range(len(shape)))
     return dims, index
 
 
-def _reduce(ctx, data, axes, keepdims, combiner: str, label: str):
-    """out[kept dims] = combiner over ``axes`` of data: one Reduce over data's shape."""
-    if axes is None:
+def _square(expr):
+    return Call("mul", (expr, expr))
+
+
+def _result(shape, axes, keepdims):
+    """The result shape of a reduction of ``shape`` over ``axes``, the result index at a
+    loop point of ``shape``, and the index of a keepdims-shaped tensor read at a point
+    of the result."""
+    dims, index = kept(shape, axes)
+    if keepdims:
+        return dims, index, identity_index(len(dims))
+    out_vars = iter(identity_index(len(shape) - len(axes)))
+    back = tuple(Ix.constant(0) if k in axes else next(out_vars) for k in range(len(shape)))
+    return (tuple(d for k, d in enumerate(dims) if k not in axes),
+            tuple(ix for k, ix in enumerate(index) if k not in axes), back)
+
+
+def _reduce(ctx, data, axes, keepdims, combiner: str, label: str, *, pre=None, post=None):
+    """``post(combiner over axes of pre(data))``: a Reduce over data's shape (a Map of
+    ``post(pre(x))``, or a View, when there is no axis), then a Map applying ``post``.
+
+    ``pre`` and ``post`` are callables on expressions (or None).
+    """
+    x = Read(data.name, identity_index(len(data.shape)))
+    if not axes and pre is None and post is None:
         return ctx.view(data, data.shape, label="identity")
-    dims, index = _kept(data.shape, axes)
-    if not keepdims:
-        dims = tuple(d for k, d in enumerate(dims) if k not in axes)
-        index = tuple(ix for k, ix in enumerate(index) if k not in axes)
-    return ctx.reduce(out_shape=dims, init=Const(COMBINERS[combiner]), extents=data.shape,
-                      out_index=index, combiner=combiner,
-                      expr=Read(data.name, identity_index(len(data.shape))), label=label)
+    pre = pre or (lambda e: e)
+    if not axes:
+        return ctx.map(data.shape, post(pre(x)) if post else pre(x), label=label)
+    dims, index, _ = _result(data.shape, axes, keepdims)
+    total = ctx.reduce(out_shape=dims, init=Const(COMBINERS[combiner]), extents=data.shape,
+                       out_index=index, combiner=combiner, expr=pre(x), label=label)
+    if post is None:
+        return total
+    return ctx.map(dims, post(Read(total.name, identity_index(len(dims)))),
+                   label=f"{label}_post")
 
 
 def _mean(ctx, data, axes, keepdims):
     """ReduceSum then a Map dividing by the number of reduced elements."""
-    total = _reduce(ctx, data, axes, keepdims, "add", "mean_sum")
-    if axes is None:
-        return total
-    count = size([data.shape[a] for a in axes])
-    expr = Call("div", (Read(total.name, identity_index(len(total.shape))), Const(float(count))))
-    return ctx.map(total.shape, expr, label="mean_div")
+    count = float(size([data.shape[a] for a in axes]))
+    return _reduce(ctx, data, axes, keepdims, "add", "mean_sum",
+                   post=(lambda e: Call("div", (e, Const(count)))) if axes else None)
+
+
+def _log_sum_exp(ctx, data, axes, keepdims):
+    """m = max over axes; c = m where finite, else 0; s = sum of exp(x - c) over axes;
+    y = log(s) + c (y = x when there is no axis)."""
+    if not axes:
+        return ctx.view(data, data.shape, label="identity")
+    x = Read(data.name, identity_index(len(data.shape)))
+    kept_shape, kept_index = kept(data.shape, axes)
+    m = ctx.reduce(out_shape=kept_shape, init=Const(COMBINERS["max"]), extents=data.shape,
+                   out_index=kept_index, combiner="max", expr=x, label="logsumexp_max")
+    m_read = Read(m.name, identity_index(len(kept_shape)))
+    finite = Call("lt", (Call("abs", (m_read,)), Const(float("inf"))))
+    shift = ctx.map(kept_shape, Call("select", (finite, m_read, Const(0.0))),
+                    label="logsumexp_shift")
+    exp = Call("exp", (Call("sub", (x, Read(shift.name, kept_index))),))
+    dims, index, back = _result(data.shape, axes, keepdims)
+    total = ctx.reduce(out_shape=dims, init=Const(0.0), extents=data.shape,
+                       out_index=index, combiner="add", expr=exp, label="logsumexp_sum")
+    log = Call("log", (Read(total.name, identity_index(len(dims))),))
+    return ctx.map(dims, Call("add", (log, Read(shift.name, back))), label="logsumexp")
+
+
+# (combiner, pre, post, label) of each reduction that is one Reduce plus elementwise Maps.
+_KINDS = {
+    "ReduceSum": ("add", None, None, "reduce_sum"),
+    "ReduceMax": ("max", None, None, "reduce_max"),
+    "ReduceMin": ("min", None, None, "reduce_min"),
+    "ReduceProd": ("mul", None, None, "reduce_prod"),
+    "ReduceL1": ("add", lambda e: Call("abs", (e,)), None, "reduce_l1"),
+    "ReduceL2": ("add", _square, lambda e: Call("sqrt", (e,)), "reduce_l2"),
+    "ReduceLogSum": ("add", None, lambda e: Call("log", (e,)), "reduce_log_sum"),
+    "ReduceSumSquare": ("add", _square, None, "reduce_sum_square"),
+}
+
+
+def _kind(ctx, op: str, data, axes, keepdims):
+    combiner, pre, post, label = _KINDS[op]
+    return _reduce(ctx, data, axes, keepdims, combiner, label, pre=pre, post=post)
+
+
+def _attr_form(ctx, op, data, axes, keepdims):
+    """A reduction before opset 18 (axes attribute, no noop_with_empty_axes)."""
+    return _kind(ctx, op, data, _axes(ctx, data, axes, 0), keepdims)
+
+
+def _input_form(ctx, op, data, axes, keepdims, noop_with_empty_axes):
+    """A reduction from opset 18 on (ReduceSum: 13): axes input."""
+    axes = _axes(ctx, data, _axes_input(ctx, axes), noop_with_empty_axes)
+    return _kind(ctx, op, data, axes, keepdims)
 
 
 @onnx_op("ReduceSum", 11)
 def ReduceSum_11(ctx, data, *, axes=None, keepdims=1):
     """ReduceSum-11 (axes attribute): Reduce add over axes, init 0."""
-    return _reduce(ctx, data, _axes(ctx, data, axes, 0), keepdims, "add", "reduce_sum")
+    return _attr_form(ctx, "ReduceSum", data, axes, keepdims)
 
 
 @onnx_op("ReduceSum", 13)
 def ReduceSum(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     """ReduceSum (axes input): Reduce add over axes, init 0."""
-    axes = _axes(ctx, data, _axes_input(ctx, axes), noop_with_empty_axes)
-    return _reduce(ctx, data, axes, keepdims, "add", "reduce_sum")
+    return _input_form(ctx, "ReduceSum", data, axes, keepdims, noop_with_empty_axes)
 
 
 @onnx_op("ReduceMean", 11, 13)
@@ -87,54 +163,111 @@ def ReduceMean(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
 @onnx_op("ReduceMax", 11, 12, 13)
 def ReduceMax_11(ctx, data, *, axes=None, keepdims=1):
     """ReduceMax-11..13 (axes attribute): Reduce max over axes, init -inf."""
-    return _reduce(ctx, data, _axes(ctx, data, axes, 0), keepdims, "max", "reduce_max")
+    return _attr_form(ctx, "ReduceMax", data, axes, keepdims)
 
 
 @onnx_op("ReduceMax", 18, 20)
 def ReduceMax(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     """ReduceMax (axes input): Reduce max over axes, init -inf."""
+    return _input_form(ctx, "ReduceMax", data, axes, keepdims, noop_with_empty_axes)
+
+
+@onnx_op("ReduceMin", 11, 12, 13)
+def ReduceMin_11(ctx, data, *, axes=None, keepdims=1):
+    """ReduceMin-11..13 (axes attribute): Reduce min over axes, init +inf."""
+    return _attr_form(ctx, "ReduceMin", data, axes, keepdims)
+
+
+@onnx_op("ReduceMin", 18, 20)
+def ReduceMin(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ReduceMin (axes input): Reduce min over axes, init +inf."""
+    return _input_form(ctx, "ReduceMin", data, axes, keepdims, noop_with_empty_axes)
+
+
+@onnx_op("ReduceProd", 11, 13)
+def ReduceProd_11(ctx, data, *, axes=None, keepdims=1):
+    """ReduceProd-11/13 (axes attribute): Reduce mul over axes, init 1."""
+    return _attr_form(ctx, "ReduceProd", data, axes, keepdims)
+
+
+@onnx_op("ReduceProd", 18)
+def ReduceProd(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ReduceProd (axes input): Reduce mul over axes, init 1."""
+    return _input_form(ctx, "ReduceProd", data, axes, keepdims, noop_with_empty_axes)
+
+
+@onnx_op("ReduceL1", 11, 13)
+def ReduceL1_11(ctx, data, *, axes=None, keepdims=1):
+    """ReduceL1-11/13 (axes attribute): Reduce add of |x| over axes."""
+    return _attr_form(ctx, "ReduceL1", data, axes, keepdims)
+
+
+@onnx_op("ReduceL1", 18)
+def ReduceL1(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ReduceL1 (axes input): Reduce add of |x| over axes."""
+    return _input_form(ctx, "ReduceL1", data, axes, keepdims, noop_with_empty_axes)
+
+
+@onnx_op("ReduceL2", 11, 13)
+def ReduceL2_11(ctx, data, *, axes=None, keepdims=1):
+    """ReduceL2-11/13 (axes attribute): Reduce add of x * x, then Map sqrt."""
+    return _attr_form(ctx, "ReduceL2", data, axes, keepdims)
+
+
+@onnx_op("ReduceL2", 18)
+def ReduceL2(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ReduceL2 (axes input): Reduce add of x * x, then Map sqrt."""
+    return _input_form(ctx, "ReduceL2", data, axes, keepdims, noop_with_empty_axes)
+
+
+@onnx_op("ReduceSumSquare", 11, 13)
+def ReduceSumSquare_11(ctx, data, *, axes=None, keepdims=1):
+    """ReduceSumSquare-11/13 (axes attribute): Reduce add of x * x."""
+    return _attr_form(ctx, "ReduceSumSquare", data, axes, keepdims)
+
+
+@onnx_op("ReduceSumSquare", 18)
+def ReduceSumSquare(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ReduceSumSquare (axes input): Reduce add of x * x."""
+    return _input_form(ctx, "ReduceSumSquare", data, axes, keepdims, noop_with_empty_axes)
+
+
+@onnx_op("ReduceLogSum", 11, 13)
+def ReduceLogSum_11(ctx, data, *, axes=None, keepdims=1):
+    """ReduceLogSum-11/13 (axes attribute): Reduce add, then Map log."""
+    return _attr_form(ctx, "ReduceLogSum", data, axes, keepdims)
+
+
+@onnx_op("ReduceLogSum", 18, 28)
+def ReduceLogSum(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ReduceLogSum (axes input): Reduce add, then Map log."""
+    return _input_form(ctx, "ReduceLogSum", data, axes, keepdims, noop_with_empty_axes)
+
+
+@onnx_op("ReduceLogSumExp", 11, 13)
+def ReduceLogSumExp_11(ctx, data, *, axes=None, keepdims=1):
+    """ReduceLogSumExp-11/13 (axes attribute): Reduce max m, Map c = m if finite else 0,
+    Reduce add of exp(x - c), Map log(sum) + c."""
+    return _log_sum_exp(ctx, data, _axes(ctx, data, axes, 0), keepdims)
+
+
+@onnx_op("ReduceLogSumExp", 18, 28)
+def ReduceLogSumExp(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ReduceLogSumExp (axes input): Reduce max m, Map c = m if finite else 0, Reduce add
+    of exp(x - c), Map log(sum) + c."""
     axes = _axes(ctx, data, _axes_input(ctx, axes), noop_with_empty_axes)
-    return _reduce(ctx, data, axes, keepdims, "max", "reduce_max")
+    return _log_sum_exp(ctx, data, axes, keepdims)
 
 
-def _softmax(ctx, x, axes: tuple[int, ...]):
-    """m = max over axes; e = exp(x - m); s = sum of e over axes; y = e / s."""
-    shape = x.shape
-    ident = identity_index(len(shape))
-    kept_shape, kept = _kept(shape, axes)
-    m = ctx.reduce(out_shape=kept_shape, init=Const(COMBINERS["max"]), extents=shape,
-                   out_index=kept, combiner="max", expr=Read(x.name, ident),
-                   label="softmax_max")
-    shifted = Call("sub", (Read(x.name, ident), Read(m.name, kept)))
-    e = ctx.map(shape, Call("exp", (shifted,)), label="softmax_exp")
-    s = ctx.reduce(out_shape=kept_shape, init=Const(0.0), extents=shape, out_index=kept,
-                   combiner="add", expr=Read(e.name, ident), label="softmax_sum")
-    return ctx.map(shape, Call("div", (Read(e.name, ident), Read(s.name, kept))),
-                   label="softmax_div")
+@onnx_op("ArgMax", 11, 12, 13)
+def ArgMax(ctx, data, *, axis=0, keepdims=1, select_last_index=0):
+    """ArgMax: refused (its output is an int64 tensor)."""
+    raise ctx.unsupported("the output is an int64 index tensor; integer tensors are not "
+                          "supported yet")
 
 
-@onnx_op("Softmax", 11)
-def Softmax_11(ctx, input, *, axis=1):
-    """Softmax-11: input coerced to 2-D at ``axis``; softmax over all dims from ``axis``.
-
-    Lowers to Reduce max, Map exp(x - max), Reduce add, Map div.
-    """
-    rank = len(input.shape)
-    if not -rank <= axis <= rank:
-        raise ctx.shape_error(f"axis {axis} is out of range for rank {rank}")
-    axis = axis + rank if axis < 0 else axis
-    return _softmax(ctx, input, tuple(range(axis, rank)))
-
-
-@onnx_op("Softmax", 13)
-def Softmax(ctx, input, *, axis=-1):
-    """Softmax-13: softmax over the single ``axis``.
-
-    Lowers to Reduce max, Map exp(x - max), Reduce add, Map div.
-    """
-    try:
-        axis = normalize_axis(axis, len(input.shape))
-    except ValueError as e:
-        raise ctx.shape_error(str(e)) from None
-    return _softmax(ctx, input, (axis,))
-
+@onnx_op("ArgMin", 11, 12, 13)
+def ArgMin(ctx, data, *, axis=0, keepdims=1, select_last_index=0):
+    """ArgMin: refused (its output is an int64 tensor)."""
+    raise ctx.unsupported("the output is an int64 index tensor; integer tensors are not "
+                          "supported yet")

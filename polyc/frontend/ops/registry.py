@@ -3,8 +3,9 @@
 An op function is named after the ONNX op and has the signature
 ``Op(ctx, *inputs, **attributes)``: the lowering context, the op's inputs in ONNX
 order (a :class:`~polyc.frontend.core.TensorInfo`, or ``None`` for an omitted optional
-input) and its attributes as keyword-only arguments with the ONNX defaults. It
-returns the output tensor (or a tuple of them) that it emitted through ``ctx``.
+input; a variadic input, as Concat's, is a ``*inputs`` parameter) and its attributes
+as keyword-only arguments with the ONNX defaults. It returns the output tensor (or a
+tuple of them) that it emitted through ``ctx``.
 
 A model of opset ``k`` uses, for each op, the schema ONNX defines with the highest
 since-version <= ``k``; that since-version must be a key of the table, so a newer ONNX
@@ -32,12 +33,12 @@ class OpDef:
     op_type: str
     since_version: int
     fn: Callable
-    n_inputs: int             # positional inputs after ``ctx``
+    n_inputs: int | None      # positional inputs after ``ctx`` (None: any number)
     attributes: frozenset     # keyword-only attribute names
 
     def check_node(self, node: onnx.NodeProto, opset: int) -> None:
         """Raise :class:`UnsupportedOpError` for inputs or attributes ``fn`` cannot take."""
-        if len(node.input) > self.n_inputs:
+        if self.n_inputs is not None and len(node.input) > self.n_inputs:
             raise UnsupportedOpError(
                 node.op_type, node_name(node), opset,
                 f"{len(node.input)} inputs given, at most {self.n_inputs} supported")
@@ -58,11 +59,13 @@ def onnx_op(op_type: str, *since_versions: int):
         params = list(inspect.signature(fn).parameters.values())[1:]  # drop ctx
         positional = [p for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
         keywords = frozenset(p.name for p in params if p.kind == p.KEYWORD_ONLY)
+        variadic = any(p.kind == p.VAR_POSITIONAL for p in params)
+        n_inputs = None if variadic else len(positional)
         for version in since_versions:
             key = (op_type, version)
             if key in OPS:
                 raise ValueError(f"{op_type}-{version} registered twice")
-            OPS[key] = OpDef(op_type, version, fn, len(positional), keywords)
+            OPS[key] = OpDef(op_type, version, fn, n_inputs, keywords)
         return fn
 
     return register

@@ -1,0 +1,311 @@
+"""Ops that move parts of tensors: Slice, Split, Concat, Pad and Gather with constant
+indices. Each is a core ``Map`` whose reads are affine in the output's loop variables;
+reads that leave their tensor (``Read.outside``) give Pad its borders and Concat the
+places of its parts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from polyc.frontend.core import Call, Const, Ix, Read, identity_index
+from polyc.frontend.ops.indexing import normalize_axis
+from polyc.frontend.ops.registry import onnx_op
+
+# Gather indices that are no affine function of their position are split into runs of
+# evenly spaced indices, one Map each, then concatenated: at most this many runs.
+MAX_GATHER_RUNS = 32
+
+
+def _axis(ctx, axis: int, rank: int) -> int:
+    try:
+        return normalize_axis(int(axis), rank)
+    except ValueError as e:
+        raise ctx.shape_error(str(e)) from None
+
+
+def _axes(ctx, axes, rank: int) -> tuple[int, ...]:
+    """``axes`` made non-negative, in their order; no axis twice."""
+    normal = tuple(_axis(ctx, a, rank) for a in axes)
+    if len(set(normal)) != len(normal):
+        raise ctx.shape_error(f"axes {list(axes)} repeat an axis")
+    return normal
+
+
+def _along(rank: int, axis: int, offset: int, step: int = 1) -> tuple[Ix, ...]:
+    """The identity index with ``step * i_axis + offset`` on ``axis``."""
+    index = list(identity_index(rank))
+    index[axis] = Ix(((axis, step),), offset) if step else Ix.constant(offset)
+    return tuple(index)
+
+
+# -- Slice --------------------------------------------------------------------------
+
+@onnx_op("Slice", 11, 13)
+def Slice(ctx, data, starts, ends, axes=None, steps=None):
+    """Slice: Map out[i] = data[.., start_a + step_a * i_a, ..] over the sliced shape.
+
+    ``starts``, ``ends``, ``axes`` and ``steps`` must be constants; starts and ends are
+    clamped as numpy (and ONNX) do, for positive and negative steps.
+    """
+    rank = len(data.shape)
+    starts, ends = ctx.int_values(starts, "starts"), ctx.int_values(ends, "ends")
+    axes = range(len(starts)) if axes is None else ctx.int_values(axes, "axes")
+    steps = (1,) * len(starts) if steps is None else ctx.int_values(steps, "steps")
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ctx.shape_error(f"starts {list(starts)}, ends {list(ends)}, axes "
+                              f"{list(axes)} and steps {list(steps)} differ in length")
+    dims, index = list(data.shape), list(identity_index(rank))
+    for axis, start, end, step in zip(_axes(ctx, axes, rank), starts, ends, steps):
+        if step == 0:
+            raise ctx.shape_error(f"step 0 on axis {axis}")
+        first, stop, step = slice(start, end, step).indices(dims[axis])
+        dims[axis] = len(range(first, stop, step))
+        index[axis] = Ix(((axis, step),), first)
+    if tuple(dims) == data.shape and tuple(index) == identity_index(rank):
+        return ctx.view(data, data.shape, label="identity")
+    return ctx.map(dims, Read(data.name, tuple(index)), label="slice")
+
+
+# -- Split --------------------------------------------------------------------------
+
+def _split(ctx, input, axis: int, sizes):
+    """One Map per part: part_k[i] = input[.., i_axis + offset_k, ..]."""
+    rank = len(input.shape)
+    axis = _axis(ctx, axis, rank)
+    if any(n < 0 for n in sizes) or sum(sizes) != input.shape[axis]:
+        raise ctx.shape_error(f"split {list(sizes)} does not divide axis {axis} of size "
+                              f"{input.shape[axis]}")
+    parts, offset = [], 0
+    for n in sizes:
+        dims = input.shape[:axis] + (n,) + input.shape[axis + 1:]
+        parts.append(ctx.map(dims, Read(input.name, _along(rank, axis, offset)),
+                             label="split"))
+        offset += n
+    return tuple(parts)
+
+
+def _equal_parts(ctx):
+    return ctx.unsupported("a Split into equal parts (no 'split' sizes) needs the node's "
+                           "number of outputs, which op lowerings are not given yet")
+
+
+@onnx_op("Split", 11)
+def Split_11(ctx, input, *, axis=0, split=None):
+    """Split-11 (``split`` attribute): one Map per output reading its part of input."""
+    if split is None:
+        raise _equal_parts(ctx)
+    return _split(ctx, input, axis, split)
+
+
+@onnx_op("Split", 13)
+def Split_13(ctx, input, split=None, *, axis=0):
+    """Split-13 (``split`` input, a constant): one Map per output reading its part."""
+    if split is None:
+        raise _equal_parts(ctx)
+    return _split(ctx, input, axis, ctx.int_values(split, "split"))
+
+
+@onnx_op("Split", 18)
+def Split(ctx, input, split=None, *, axis=0, num_outputs=None):
+    """Split-18: ``split`` input or ``num_outputs`` parts of ceil(size / num_outputs)
+    (the last one smaller); one Map per output reading its part."""
+    if (split is None) == (num_outputs is None):
+        raise ctx.shape_error("exactly one of the input 'split' and the attribute "
+                              "'num_outputs' must be given")
+    if split is not None:
+        return _split(ctx, input, axis, ctx.int_values(split, "split"))
+    if num_outputs < 1:
+        raise ctx.shape_error(f"num_outputs={num_outputs} must be positive")
+    total = input.shape[_axis(ctx, axis, len(input.shape))]
+    chunk = -(-total // num_outputs)
+    return _split(ctx, input, axis,
+                  [chunk] * (num_outputs - 1) + [total - chunk * (num_outputs - 1)])
+
+
+# -- Concat -------------------------------------------------------------------------
+
+def concat(ctx, parts, axis: int, label: str):
+    """Map out[i] = sum over the parts of part[.., i_axis - offset, ..] read with fill
+    -0.0, offset being where the part starts along ``axis``: every point lies in one
+    part, and x + (-0.0) == x for every float x (also -0.0, infinities and NaN)."""
+    rank = len(parts[0].shape)
+    dims = list(parts[0].shape)
+    dims[axis] = sum(p.shape[axis] for p in parts)
+    placed, offset = [], 0
+    for part in parts:
+        if part.shape[axis]:
+            placed.append((part, offset))
+        offset += part.shape[axis]
+    if len(placed) == 1:
+        return ctx.map(dims, Read(placed[0][0].name, identity_index(rank)), label=label)
+    reads = [Read(part.name, _along(rank, axis, -start), "fill", -0.0)
+             for part, start in placed]
+    expr = reads[0] if reads else Const(0.0)
+    for read in reads[1:]:
+        expr = Call("add", (expr, read))
+    return ctx.map(dims, expr, label=label)
+
+
+@onnx_op("Concat", 11, 13)
+def Concat(ctx, *inputs, axis):
+    """Concat: one Map summing the inputs read along ``axis`` at their offsets, each read
+    with fill -0.0 outside its part (see :func:`concat`)."""
+    if not inputs or any(t is None for t in inputs):
+        raise ctx.shape_error("Concat needs at least one input, none omitted")
+    rank = len(inputs[0].shape)
+    axis = _axis(ctx, axis, rank)
+    for t in inputs:
+        others = [d for k, d in enumerate(t.shape) if k != axis]
+        if len(t.shape) != rank or others != [d for k, d in enumerate(inputs[0].shape)
+                                              if k != axis]:
+            raise ctx.shape_error(f"cannot concatenate {list(inputs[0].shape)} and "
+                                  f"{list(t.shape)} along axis {axis}")
+    return concat(ctx, inputs, axis, "concat")
+
+
+# -- Pad ----------------------------------------------------------------------------
+
+_PAD_MODES = {"constant": "fill", "edge": "edge", "reflect": "reflect"}
+
+
+def _pad_widths(ctx, data, pads, axes):
+    """(before, after) per dim of data from the constant ``pads`` over ``axes``."""
+    rank = len(data.shape)
+    axes = tuple(range(rank)) if axes is None else _axes(ctx, axes, rank)
+    if len(pads) != 2 * len(axes):
+        raise ctx.shape_error(f"pads {list(pads)} must have 2 * {len(axes)} values")
+    before, after = [0] * rank, [0] * rank
+    for k, axis in enumerate(axes):
+        before[axis], after[axis] = pads[k], pads[k + len(axes)]
+    return before, after
+
+
+def _pad(ctx, data, pads, constant_value, axes, mode: str):
+    """Map out[i] = data[i - before] read with ``outside`` = fill / edge / reflect."""
+    if mode not in _PAD_MODES:
+        raise ctx.unsupported(f"mode={mode!r} (constant, reflect and edge are supported)")
+    before, after = _pad_widths(ctx, data, ctx.int_values(pads, "pads"),
+                                None if axes is None else ctx.int_values(axes, "axes"))
+    dims = [d + b + a for d, b, a in zip(data.shape, before, after)]
+    if any(d < 0 for d in dims):
+        raise ctx.shape_error(f"pads {before + after} crop more than {list(data.shape)}")
+    rank = len(dims)
+    index = tuple(Ix(((k, 1),), -b) for k, b in enumerate(before))
+    padded = [k for k in range(rank) if before[k] > 0 or after[k] > 0]
+    if not padded:
+        return ctx.map(dims, Read(data.name, index), label="pad")
+    if mode != "constant":
+        _check_border(ctx, data.shape, before, after, padded, mode)
+        return ctx.map(dims, Read(data.name, index, _PAD_MODES[mode]), label="pad")
+    if constant_value is None:
+        return ctx.map(dims, Read(data.name, index, "fill", 0.0), label="pad")
+    return ctx.map(dims, _fill_with(ctx, data, index, padded, constant_value), label="pad")
+
+
+def _check_border(ctx, shape, before, after, padded, mode: str) -> None:
+    for k in padded:
+        if shape[k] == 0:
+            raise ctx.shape_error(f"cannot pad the empty axis {k} in {mode} mode")
+        if mode == "reflect" and max(before[k], after[k]) > shape[k] - 1:
+            raise ctx.unsupported(f"reflect pads {before[k]}, {after[k]} on axis {k} of "
+                                  f"size {shape[k]} (at most {shape[k] - 1} supported)")
+
+
+def _fill_with(ctx, data, index, padded, constant_value):
+    """select(inside, data[index], constant_value): ``inside`` is the product over the
+    padded axes k of ones_k[index_k] read with fill 0 (ones_k: 1-D, data's size on k)."""
+    if constant_value.shape not in ((), (1,)):
+        raise ctx.shape_error(f"constant_value {list(constant_value.shape)} is not a scalar")
+    value = Read(constant_value.name, (Ix.constant(0),) * len(constant_value.shape))
+    if 0 in data.shape:
+        return value
+    ones, inside = {}, None
+    for k in padded:
+        n = data.shape[k]
+        if n not in ones:
+            ones[n] = ctx.map((n,), Const(1.0), label="pad_ones")
+        read = Read(ones[n].name, (index[k],), "fill", 0.0)
+        inside = read if inside is None else Call("mul", (inside, read))
+    return Call("select", (inside, Read(data.name, index, "fill", 0.0), value))
+
+
+@onnx_op("Pad", 11, 13)
+def Pad_11(ctx, data, pads, constant_value=None, *, mode="constant"):
+    """Pad-11/13: Map out[i] = data[i - pads_begin] read with fill (constant_value, 0 by
+    default), edge or reflect outside data; negative pads crop. ``pads`` must be a
+    constant; a given ``constant_value`` is read at run time where a read leaves data."""
+    return _pad(ctx, data, pads, constant_value, None, mode)
+
+
+@onnx_op("Pad", 18, 19, 21, 23, 24, 25)
+def Pad(ctx, data, pads, constant_value=None, axes=None, *, mode="constant"):
+    """Pad-18 on (pads over the optional ``axes``): as Pad-11; ``wrap`` (opset 19) is not
+    supported."""
+    return _pad(ctx, data, pads, constant_value, axes, mode)
+
+
+# -- Gather -------------------------------------------------------------------------
+
+def _affine(array: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
+    """(c, a) with array[k] == c + sum a_j k_j at every position k, or None."""
+    if array.size == 0:
+        return 0, (0,) * array.ndim
+    start = int(array.flat[0])
+    coefs = []
+    for j, n in enumerate(array.shape):
+        step = [0] * array.ndim
+        step[j] = 1 if n > 1 else 0
+        coefs.append(int(array[tuple(step)]) - start)
+    grid = np.indices(array.shape)
+    expected = start + sum(a * g for a, g in zip(coefs, grid))
+    return (start, tuple(coefs)) if np.array_equal(array, expected) else None
+
+
+def _runs(flat) -> list[tuple[int, int, int]]:
+    """``flat`` split into maximal runs of evenly spaced values: (first, step, length)."""
+    runs, k = [], 0
+    while k < len(flat):
+        step = flat[k + 1] - flat[k] if k + 1 < len(flat) else 0
+        end = k + 1
+        while end < len(flat) and flat[end] - flat[end - 1] == step:
+            end += 1
+        runs.append((int(flat[k]), int(step), end - k))
+        k = end
+    return runs
+
+
+@onnx_op("Gather", 11, 13)
+def Gather(ctx, data, indices, *, axis=0):
+    """Gather with constant ``indices``: out[a.., k.., b..] = data[a.., idx[k..], b..].
+
+    When idx is affine in its position (a scalar, a range with a step, ...): one Map
+    reading data at that affine index. Otherwise the flattened indices are cut into
+    runs of evenly spaced values, a Map each, concatenated along ``axis`` (see
+    :func:`concat`) and seen in the output shape through a reshape View.
+    """
+    rank = len(data.shape)
+    axis = _axis(ctx, axis, rank)
+    n = data.shape[axis]
+    values = np.asarray(ctx.int_values(indices, "indices"), np.int64)
+    if np.any((values < -n) | (values >= n)):
+        raise ctx.shape_error(f"indices {values.tolist()} leave axis {axis} of size {n}")
+    idx = np.where(values < 0, values + n, values).reshape(indices.shape)
+    outer, inner = data.shape[:axis], data.shape[axis + 1:]
+    out_shape = outer + idx.shape + inner
+    affine = _affine(idx)
+    if affine is not None:
+        start, coefs = affine
+        terms = tuple((axis + j, a) for j, a in enumerate(coefs) if a)
+        index = (identity_index(axis) + (Ix(terms, start),)
+                 + tuple(Ix.var(axis + idx.ndim + k) for k in range(len(inner))))
+        return ctx.map(out_shape, Read(data.name, index), label="gather")
+    runs = _runs(idx.reshape(-1).tolist())
+    if len(runs) > MAX_GATHER_RUNS:
+        raise ctx.unsupported(f"Gather with non-affine indices: {len(runs)} runs of evenly "
+                              f"spaced indices, at most {MAX_GATHER_RUNS} supported")
+    parts = [ctx.map(outer + (length,) + inner, Read(data.name, _along(rank, axis, first, step)),
+                     label="gather")
+             for first, step, length in runs]
+    flat = concat(ctx, parts, axis, "gather_concat")
+    return ctx.view(flat, out_shape, label="gather_shape")
