@@ -68,14 +68,14 @@ class PolycBackendRep(BackendRep):
     def _feeds(self, inputs: Any) -> dict[str, np.ndarray]:
         """The inputs by name; positional inputs follow the graph's (non-initializer) inputs."""
         if isinstance(inputs, Mapping):
-            return dict(inputs)
+            return {name: np.asarray(value) for name, value in inputs.items()}
         if isinstance(inputs, np.ndarray):
             inputs = [inputs]
         inputs = list(inputs)
         if len(inputs) != len(self.input_names):
             raise InputError(f"{len(inputs)} inputs given, the model takes "
                              f"{len(self.input_names)}: {', '.join(self.input_names)}")
-        return dict(zip(self.input_names, inputs))
+        return {name: np.asarray(value) for name, value in zip(self.input_names, inputs)}
 
     def _runner(self, bound: Mapping[str, np.ndarray]) -> Runner:
         key = tuple((name, v.dtype.str, v.shape, v.tobytes()) for name, v in bound.items())

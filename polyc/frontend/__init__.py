@@ -2,8 +2,9 @@
 
 :func:`import_model` lists the steps in order: load (read, check, infer shapes),
 clean-up (dead nodes, constant and shape folding, Identity/Dropout removal,
-batch-norm folding, reshape/transpose chains; :mod:`polyc.frontend.cleanup`), lower (one function per ONNX op, see
-``polyc.frontend.ops``). :func:`evaluate` runs a Graph with numpy, as a reference.
+batch-norm folding, reshape/transpose chains; :mod:`polyc.frontend.cleanup`), lower
+(one function per ONNX op, see ``polyc.frontend.ops``). :func:`evaluate` runs a Graph
+with numpy, as a reference.
 """
 
 from __future__ import annotations

@@ -63,6 +63,7 @@ class LoweringContext:
         self._taken = _onnx_names(graph)
         self._graph_inputs = {t.name for t in graph.inputs}
         self._count = 0
+        self.n_outputs = 0  # of the node being lowered, optional outputs included
         self._node = NodeContext("", "", graph.opset)
         self._node_start = 0
         for info in graph.inputs:
@@ -140,6 +141,7 @@ class LoweringContext:
         name = node_name(node, index)
         opdef = lookup(node, self.opset, name)
         self._node = NodeContext(node.op_type, name, self.opset)
+        self.n_outputs = len(node.output)
         self._node_start = len(self._ops)
         inputs = [self._input(i) if i else None for i in node.input]
         result = opdef.fn(self, *inputs, **attribute_values(node))

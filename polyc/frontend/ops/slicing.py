@@ -85,25 +85,27 @@ def _split(ctx, input, axis: int, sizes):
     return tuple(parts)
 
 
-def _equal_parts(ctx):
-    return ctx.unsupported("a Split into equal parts (no 'split' sizes) needs the node's "
-                           "number of outputs, which op lowerings are not given yet")
+def _equal_parts(ctx, input, axis: int) -> list[int]:
+    """Split-11/13 without sizes: as many equal parts as the node has outputs."""
+    total = input.shape[_axis(ctx, axis, len(input.shape))]
+    if total % ctx.n_outputs:
+        raise ctx.shape_error(f"axis {axis} of size {total} does not split into "
+                              f"{ctx.n_outputs} equal parts")
+    return [total // ctx.n_outputs] * ctx.n_outputs
 
 
 @onnx_op("Split", 11)
 def Split_11(ctx, input, *, axis=0, split=None):
-    """Split-11 (``split`` attribute): one Map per output reading its part of input."""
-    if split is None:
-        raise _equal_parts(ctx)
-    return _split(ctx, input, axis, split)
+    """Split-11 (``split`` attribute, or equal parts): one Map per output reading its part."""
+    return _split(ctx, input, axis, _equal_parts(ctx, input, axis) if split is None else split)
 
 
 @onnx_op("Split", 13)
 def Split_13(ctx, input, split=None, *, axis=0):
-    """Split-13 (``split`` input, a constant): one Map per output reading its part."""
-    if split is None:
-        raise _equal_parts(ctx)
-    return _split(ctx, input, axis, ctx.int_values(split, "split"))
+    """Split-13 (``split`` input, a constant, or equal parts): one Map per output reading
+    its part."""
+    sizes = _equal_parts(ctx, input, axis) if split is None else ctx.int_values(split, "split")
+    return _split(ctx, input, axis, sizes)
 
 
 @onnx_op("Split", 18)
