@@ -39,6 +39,11 @@ def specialize(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> onnx
     return special
 
 
+def _array(value: Any) -> Any:
+    """A numpy scalar or Python number as a 0-d array; anything else as it is."""
+    return np.asarray(value) if isinstance(value, (np.generic, int, float, bool)) else value
+
+
 class PolycBackendRep(BackendRep):
     """A prepared model: ``run`` maps inputs (positional or by name) to the outputs."""
 
@@ -68,14 +73,14 @@ class PolycBackendRep(BackendRep):
     def _feeds(self, inputs: Any) -> dict[str, np.ndarray]:
         """The inputs by name; positional inputs follow the graph's (non-initializer) inputs."""
         if isinstance(inputs, Mapping):
-            return {name: np.asarray(value) for name, value in inputs.items()}
+            return {name: _array(value) for name, value in inputs.items()}
         if isinstance(inputs, np.ndarray):
             inputs = [inputs]
         inputs = list(inputs)
         if len(inputs) != len(self.input_names):
             raise InputError(f"{len(inputs)} inputs given, the model takes "
                              f"{len(self.input_names)}: {', '.join(self.input_names)}")
-        return {name: np.asarray(value) for name, value in zip(self.input_names, inputs)}
+        return {name: _array(value) for name, value in zip(self.input_names, inputs)}
 
     def _runner(self, bound: Mapping[str, np.ndarray]) -> Runner:
         key = tuple((name, v.dtype.str, v.shape, v.tobytes()) for name, v in bound.items())
