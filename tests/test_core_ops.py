@@ -164,3 +164,11 @@ def test_window_sum_over_fill_reads(x):
 def test_unknown_outside_mode_is_rejected():
     with pytest.raises(ValueError, match="outside mode"):
         Read("x", (i0,), "wrap")
+
+
+def test_relu_keeps_nan(x):
+    """Core ``relu`` is numpy.maximum(x, 0): NaN stays NaN (as onnxruntime)."""
+    g = graph({"x": x.shape}, [Map("y", x.shape, Call("relu", (Read("x", (i0, i1)),)))], ["y"])
+    for options in OPTIONS[:2]:
+        out = compiled_outputs(g, {"x": x}, **options)["y"]
+        np.testing.assert_array_equal(out, np.maximum(x, 0))

@@ -97,7 +97,8 @@ def _call_intrinsic(name: str):
 
 
 def _relu(b: ir.IRBuilder, x):
-    return _call_intrinsic("llvm.maxnum")(b, x, fconst(x.type, 0.0))
+    """max(x, 0) with NaN kept (numpy.maximum, onnxruntime)."""
+    return _call_intrinsic("llvm.maximum")(b, x, fconst(x.type, 0.0))
 
 
 def _truth(pred: str):

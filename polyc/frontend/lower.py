@@ -107,6 +107,14 @@ class LoweringContext:
                                    f"tensor, got {value.dtype.name}")
         return tuple(int(v) for v in value.reshape(-1))
 
+    def constant_value(self, tensor: TensorInfo | None):
+        """The value of ``tensor`` when it is a constant (bool ones as float32 0/1), else
+        None (also for None)."""
+        return None if tensor is None else self._constants.get(tensor.name)
+
+    def is_graph_input(self, tensor: TensorInfo) -> bool:
+        return tensor.name in self._graph_inputs
+
     def map(self, shape, expr: core.Expr, *, label: str) -> TensorInfo:
         """Emit ``out[i] = expr`` over ``shape``; the new tensor ``out``."""
         shape = tuple(int(d) for d in shape)

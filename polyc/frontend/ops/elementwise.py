@@ -1,31 +1,81 @@
 """Elementwise ops: each lowers to one core ``Map``.
 
-Binary ops broadcast multidirectionally (numpy rules): the output has the broadcast
-shape, and each operand is read at ``broadcast_index`` (missing leading dims dropped,
-a size-1 dim against a larger output dim read at 0).
+Ops with several inputs broadcast multidirectionally (numpy rules): the output has the
+broadcast shape, and each operand is read at ``broadcast_index`` (missing leading dims
+dropped, a size-1 dim against a larger output dim read at 0). Variadic ops (Sum, Max,
+...) fold their operands pairwise inside the one Map expression.
+
+Truth values (ONNX bool) are float32 1.0 / 0.0 in the core ops: comparisons give them,
+``select`` takes them, And / Or / Xor are ``mul`` / ``max`` / ``ne`` on them.
+Activations live in :mod:`polyc.frontend.ops.activation`.
 """
 
 from __future__ import annotations
 
-from polyc.frontend.core import Call, Read, identity_index
-from polyc.frontend.ops.indexing import broadcast_index, broadcast_shapes
+import functools
+
+import numpy as np
+from onnx import TensorProto
+
+from polyc.frontend.core import Call, Const, Ix, Read, identity_index
+from polyc.frontend.ops.indexing import broadcast_index, broadcast_shapes, size
 from polyc.frontend.ops.registry import onnx_op
+
+INF = float("inf")
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+# -- expression and Map builders (shared with activation.py) -------------------------
+
+def call(fn: str, *args) -> Call:
+    """The core call ``fn(*args)``; plain numbers become :class:`Const`."""
+    return Call(fn, tuple(a if isinstance(a, (Read, Const, Call)) else Const(float(a))
+                          for a in args))
+
+
+def fold(fn: str, operands) -> Call | Read:
+    """``fn(fn(o0, o1), o2) ..``: a binary core function folded over ``operands``."""
+    return functools.reduce(lambda a, b: call(fn, a, b), operands)
+
+
+def ne(a, b) -> Call:
+    """1.0 where ``a != b`` (NaN included), else 0.0."""
+    return call("sub", 1.0, call("eq", a, b))
+
+
+def elementwise(ctx, label: str, build, *tensors):
+    """One Map over the broadcast shape of ``tensors``: ``out[i] = build(*reads)``."""
+    try:
+        shape = broadcast_shapes(*(t.shape for t in tensors))
+    except ValueError as e:
+        raise ctx.shape_error(str(e)) from None
+    reads = [Read(t.name, broadcast_index(t.shape, shape)) for t in tensors]
+    return ctx.map(shape, build(*reads), label=label)
+
+
+def constant(ctx, tensor):
+    """The value of ``tensor`` when it is a constant (bool constants as float32 0/1), else
+    None."""
+    return ctx.constant_value(tensor)
+
+
+def scalar_constant(ctx, tensor) -> float | None:
+    """The value of a one-element constant ``tensor``, else None."""
+    value = constant(ctx, tensor)
+    if value is None or value.size != 1 or value.dtype.kind not in "fiu":
+        return None
+    return float(value.reshape(-1)[0])
 
 
 def _binary(ctx, fn: str, A, B):
-    try:
-        shape = broadcast_shapes(A.shape, B.shape)
-    except ValueError as e:
-        raise ctx.shape_error(str(e)) from None
-    a = Read(A.name, broadcast_index(A.shape, shape))
-    b = Read(B.name, broadcast_index(B.shape, shape))
-    return ctx.map(shape, Call(fn, (a, b)), label=fn)
+    return elementwise(ctx, fn, lambda a, b: call(fn, a, b), A, B)
 
 
-def _unary(ctx, fn: str, X, label: str | None = None):
-    x = Read(X.name, identity_index(len(X.shape)))
-    return ctx.map(X.shape, Call(fn, (x,)), label=label or fn)
+def _unary(ctx, fn: str, X):
+    return elementwise(ctx, fn, lambda x: call(fn, x), X)
 
+
+# -- arithmetic ------------------------------------------------------------------------
 
 @onnx_op("Add", 7, 13, 14)
 def Add(ctx, A, B):
@@ -51,9 +101,75 @@ def Div(ctx, A, B):
     return _binary(ctx, "div", A, B)
 
 
+# Pow with these constant exponents avoids the scalar libm call ``powf``; each gives
+# powf's result (x^3 may differ from it in the last bit).
+_POW_SPECIAL = {
+    1.0: lambda x: x,
+    2.0: lambda x: call("mul", x, x),
+    3.0: lambda x: call("mul", call("mul", x, x), x),
+    -1.0: lambda x: call("div", 1.0, x),
+    # sqrt(-0) = -0 and sqrt(-inf) = NaN, but pow(-0, 0.5) = 0 and pow(-inf, 0.5) = inf
+    0.5: lambda x: call("select", call("eq", x, -INF), INF, call("abs", call("sqrt", x))),
+}
+
+
+@onnx_op("Pow", 7, 12, 13, 15)
+def Pow(ctx, X, Y):
+    """Pow: Z[i] = pow(X[bcast(i)], Y[bcast(i)]) (core ``pow``, libm ``powf``).
+
+    A constant one-element exponent is inlined; 1, 2, 3, -1 and 0.5 become x, x*x,
+    x*x*x, 1/x and sqrt. Exponents must be float32, except a one-element integer
+    constant (used as a float).
+    """
+    exponent = scalar_constant(ctx, Y)
+    if exponent is not None:  # Y sets the broadcast shape only
+        special = _POW_SPECIAL.get(exponent, lambda x: call("pow", x, exponent))
+        return elementwise(ctx, "pow", lambda x, _: special(x), X, Y)
+    if Y.dtype != "float32":
+        raise ctx.unsupported(f"exponent of dtype {Y.dtype}: only float32 exponents (or a "
+                              "one-element integer constant) are supported")
+    return _binary(ctx, "pow", X, Y)
+
+
+@onnx_op("Reciprocal", 6, 13)
+def Reciprocal(ctx, X):
+    """Reciprocal: Y[i] = 1 / X[i]."""
+    return elementwise(ctx, "reciprocal", lambda x: call("div", 1.0, x), X)
+
+
+@onnx_op("Sign", 9, 13)
+def Sign(ctx, input):
+    """Sign: Y[i] = sign(X[i]) (-1, 0 or 1; NaN stays NaN)."""
+    return _unary(ctx, "sign", input)
+
+
+@onnx_op("Floor", 6, 13)
+def Floor(ctx, X):
+    """Floor: Y[i] = floor(X[i])."""
+    return _unary(ctx, "floor", X)
+
+
+@onnx_op("Ceil", 6, 13)
+def Ceil(ctx, X):
+    """Ceil: Y[i] = ceil(X[i])."""
+    return _unary(ctx, "ceil", X)
+
+
+@onnx_op("Round", 11, 22)
+def Round(ctx, X):
+    """Round: Y[i] = round(X[i]), halves to even."""
+    return _unary(ctx, "round", X)
+
+
+@onnx_op("Erf", 9, 13)
+def Erf(ctx, input):
+    """Erf: Y[i] = erf(X[i])."""
+    return _unary(ctx, "erf", input)
+
+
 @onnx_op("Relu", 6, 13, 14)
 def Relu(ctx, X):
-    """Relu: Y[i] = relu(X[i])."""
+    """Relu: Y[i] = relu(X[i]) (NaN stays NaN)."""
     return _unary(ctx, "relu", X)
 
 
@@ -97,3 +213,221 @@ def Neg(ctx, X):
 def Abs(ctx, X):
     """Abs: Y[i] = |X[i]|."""
     return _unary(ctx, "abs", X)
+
+
+def _bound(ctx, tensor, role: str):
+    """A Clip bound: a Const when ``tensor`` is a constant, else a Read of its one element."""
+    if size(tensor.shape) != 1:
+        raise ctx.shape_error(f"'{role}' must be a scalar, got shape {list(tensor.shape)}")
+    value = scalar_constant(ctx, tensor)
+    if value is not None:
+        return Const(value)
+    return Read(tensor.name, tuple(Ix.constant(0) for _ in tensor.shape))
+
+
+@onnx_op("Clip", 11, 12, 13)
+def Clip(ctx, input, min=None, max=None):
+    """Clip: y = x < min ? min : x, then y > max ? max : y, one Map.
+
+    Absent bounds are the float32 limits (so +-inf become +-FLT_MAX), as ONNX says.
+    As onnxruntime: NaN inputs stay NaN, a NaN bound clips nothing, and with
+    ``min > max`` every non-NaN element is ``max``.
+    """
+    low = Const(-FLT_MAX) if min is None else _bound(ctx, min, "min")
+    high = Const(FLT_MAX) if max is None else _bound(ctx, max, "max")
+    x = Read(input.name, identity_index(len(input.shape)))
+    y = call("select", call("lt", x, low), low, x)
+    return ctx.map(input.shape, call("select", call("gt", y, high), high, y), label="clip")
+
+
+# -- variadic --------------------------------------------------------------------------
+
+def _folded(ctx, fn: str, inputs):
+    """One Map ``fn(fn(x0, x1), x2) ..`` over the broadcast shape; a single input as is."""
+    if len(inputs) == 1:
+        return inputs[0]
+    return elementwise(ctx, fn, lambda *xs: fold(fn, xs), *inputs)
+
+
+@onnx_op("Max", 8, 12, 13)
+def Max(ctx, *data_0):
+    """Max: max = max(max(x0, x1), x2) .. over the broadcast shape (NaN-propagating)."""
+    return _folded(ctx, "max", data_0)
+
+
+@onnx_op("Min", 8, 12, 13)
+def Min(ctx, *data_0):
+    """Min: min = min(min(x0, x1), x2) .. over the broadcast shape (NaN-propagating)."""
+    return _folded(ctx, "min", data_0)
+
+
+@onnx_op("Sum", 8, 13)
+def Sum(ctx, *data_0):
+    """Sum: sum = (x0 + x1) + x2 .. over the broadcast shape."""
+    return _folded(ctx, "add", data_0)
+
+
+@onnx_op("Mean", 8, 13)
+def Mean(ctx, *data_0):
+    """Mean: mean = ((x0 + x1) + x2 ..) / n over the broadcast shape."""
+    if len(data_0) == 1:
+        return data_0[0]
+    n = len(data_0)
+    return elementwise(ctx, "mean", lambda *xs: call("div", fold("add", xs), n), *data_0)
+
+
+# -- inference-time identities -----------------------------------------------------------
+
+def _dropout(ctx, data):
+    """The output (``data`` itself) and the mask (all true: a Map of 1.0, dropped by
+    lowering unless something reads it)."""
+    return data, ctx.map(data.shape, Const(1.0), label="dropout_mask")
+
+
+@onnx_op("Dropout", 10)
+def Dropout_10(ctx, data, *, ratio=0.5):
+    """Dropout-10 (inference): output = data, mask = true; ``ratio`` is ignored."""
+    return _dropout(ctx, data)
+
+
+@onnx_op("Dropout", 12, 13, 22)
+def Dropout(ctx, data, ratio=None, training_mode=None, *, seed=None):
+    """Dropout (inference): output = data, mask = true; ``ratio`` and ``seed`` are
+    ignored. ``training_mode`` must be absent or a constant false."""
+    if training_mode is not None:
+        mode = constant(ctx, training_mode)
+        if mode is None:
+            raise ctx.unsupported("training_mode must be absent or a constant false, but "
+                                  f"'{training_mode.name}' is computed or a graph input")
+        if mode.any():
+            raise ctx.unsupported("training_mode=true (random dropout) is not supported")
+    return _dropout(ctx, data)
+
+
+# -- logic: truth values are float32 1.0 / 0.0 -------------------------------------------
+
+@onnx_op("Equal", 11, 13, 19)
+def Equal(ctx, A, B):
+    """Equal: C[i] = A[bcast(i)] == B[bcast(i)] (1.0 / 0.0; NaN is unequal to all)."""
+    return _binary(ctx, "eq", A, B)
+
+
+@onnx_op("Less", 9, 13)
+def Less(ctx, A, B):
+    """Less: C[i] = A[bcast(i)] < B[bcast(i)] (1.0 / 0.0; false with NaN)."""
+    return _binary(ctx, "lt", A, B)
+
+
+@onnx_op("LessOrEqual", 12, 16)
+def LessOrEqual(ctx, A, B):
+    """LessOrEqual: C[i] = A[bcast(i)] <= B[bcast(i)] (1.0 / 0.0; false with NaN)."""
+    return _binary(ctx, "le", A, B)
+
+
+@onnx_op("Greater", 9, 13)
+def Greater(ctx, A, B):
+    """Greater: C[i] = A[bcast(i)] > B[bcast(i)] (1.0 / 0.0; false with NaN)."""
+    return _binary(ctx, "gt", A, B)
+
+
+@onnx_op("GreaterOrEqual", 12, 16)
+def GreaterOrEqual(ctx, A, B):
+    """GreaterOrEqual: C[i] = A[bcast(i)] >= B[bcast(i)] (1.0 / 0.0; false with NaN)."""
+    return _binary(ctx, "ge", A, B)
+
+
+@onnx_op("Not", 1)
+def Not(ctx, X):
+    """Not: Y[i] = X[i] == 0."""
+    return elementwise(ctx, "not", lambda x: call("eq", x, 0.0), X)
+
+
+@onnx_op("And", 7)
+def And(ctx, A, B):
+    """And: C[i] = A[bcast(i)] * B[bcast(i)] on 1.0 / 0.0."""
+    return elementwise(ctx, "and", lambda a, b: call("mul", a, b), A, B)
+
+
+@onnx_op("Or", 7)
+def Or(ctx, A, B):
+    """Or: C[i] = max(A[bcast(i)], B[bcast(i)]) on 1.0 / 0.0."""
+    return elementwise(ctx, "or", lambda a, b: call("max", a, b), A, B)
+
+
+@onnx_op("Xor", 7)
+def Xor(ctx, A, B):
+    """Xor: C[i] = A[bcast(i)] != B[bcast(i)] on 1.0 / 0.0."""
+    return elementwise(ctx, "xor", ne, A, B)
+
+
+@onnx_op("Where", 9, 16)
+def Where(ctx, condition, X, Y):
+    """Where: out[i] = select(cond[bcast(i)], X[bcast(i)], Y[bcast(i)]), 3-way broadcast."""
+    return elementwise(ctx, "where", lambda c, x, y: call("select", c, x, y),
+                       condition, X, Y)
+
+
+@onnx_op("IsNaN", 9, 13, 20)
+def IsNaN(ctx, X):
+    """IsNaN: Y[i] = X[i] != X[i]."""
+    return elementwise(ctx, "isnan", lambda x: ne(x, x), X)
+
+
+@onnx_op("IsInf", 10, 20)
+def IsInf(ctx, X, *, detect_negative=1, detect_positive=1):
+    """IsInf: Y[i] = |X[i]| == inf (X[i] == inf, X[i] == -inf, or 0.0 when only positive,
+    only negative or neither infinity is detected)."""
+    if detect_negative and detect_positive:
+        return elementwise(ctx, "isinf", lambda x: call("eq", call("abs", x), INF), X)
+    if detect_negative or detect_positive:
+        inf = INF if detect_positive else -INF
+        return elementwise(ctx, "isinf", lambda x: call("eq", x, inf), X)
+    return ctx.map(X.shape, Const(0.0), label="isinf")
+
+
+# -- casts: float32 and bool only --------------------------------------------------------
+
+def _cast(ctx, input, to: int):
+    """``input`` (float32 or a 1.0 / 0.0 truth value) as FLOAT (itself) or BOOL (x != 0)."""
+    if input.dtype != "float32":
+        raise ctx.unsupported(f"cast from {input.dtype}: integer tensors are not "
+                              "supported yet")
+    if to == TensorProto.FLOAT:
+        return input
+    if to == TensorProto.BOOL:
+        return elementwise(ctx, "cast_bool", lambda x: ne(x, 0.0), input)
+    name = TensorProto.DataType.Name(to) if to in TensorProto.DataType.values() else str(to)
+    if name.startswith(("INT", "UINT")):
+        raise ctx.unsupported(f"cast to {name}: integer tensors are not supported yet")
+    raise ctx.unsupported(f"cast to {name}: only FLOAT and BOOL are supported "
+                          "(polyc computes in float32)")
+
+
+@onnx_op("Cast", 9, 13, 19, 21, 23, 24, 25, 28)
+def Cast(ctx, input, *, to=None, saturate=1, round_mode="up"):
+    """Cast from float32 or bool: to FLOAT, the input itself (a truth value is already
+    1.0 / 0.0); to BOOL, Y[i] = X[i] != 0 (NaN is true). Other targets are unsupported.
+    ``saturate`` and ``round_mode`` concern float8 targets only."""
+    if to is None:
+        raise ctx.unsupported("Cast needs the 'to' attribute")
+    return _cast(ctx, input, to)
+
+
+@onnx_op("CastLike", 15, 19, 21, 23, 24, 25)
+def CastLike(ctx, input, target_type, *, saturate=1, round_mode="up"):
+    """CastLike: Cast to the element type of ``target_type`` (see Cast).
+
+    The core ops keep bool as float32, so that type is known only for a graph input
+    (FLOAT) or an integer tensor; otherwise it is FLOAT or BOOL, which give the same
+    result when ``input`` is a constant of 0s and 1s (its value is returned).
+    """
+    if target_type.dtype != "float32":
+        raise ctx.unsupported(f"cast to {target_type.dtype}: integer tensors are not "
+                              "supported yet")
+    if ctx.is_graph_input(target_type):
+        return _cast(ctx, input, TensorProto.FLOAT)
+    value = constant(ctx, input)
+    if value is not None and np.isin(value, (0.0, 1.0)).all():
+        return _cast(ctx, input, TensorProto.FLOAT)
+    raise ctx.unsupported(f"the element type of target_type '{target_type.name}' (FLOAT "
+                          "or BOOL) is not known to the lowering: only a graph input's is")
