@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -56,6 +57,9 @@ def ci_subset(cases, limit: int) -> list:
     return sorted(chosen, key=lambda c: (c.kind, c.name))
 
 
+# Written by ``python -m polyc.conformance --passing tests/conformance_passing.txt``.
+PASSING = frozenset(Path(__file__).with_name("conformance_passing.txt").read_text().split())
+
 CASES = load_cases()
 LOWERED = [case for case in CASES if not unlowered_ops(case_model(case))]
 UNLOWERED = [case for case in CASES if unlowered_ops(case_model(case))]
@@ -64,13 +68,17 @@ UNLOWERED = [case for case in CASES if unlowered_ops(case_model(case))]
 @pytest.mark.parametrize("case", ci_subset(LOWERED, CI_CASES), ids=lambda c: c.name)
 def test_case_with_lowered_ops_passes(case):
     """The case's data sets at the suite's own tolerances (rtol 1e-3, atol 1e-7 unless
-    the case says otherwise), or its listed known difference."""
+    the case says otherwise), or its listed known difference. A case may still be
+    refused with polyc's own error (a dtype, an attribute value), unless it is one of the
+    cases that passed when ``PASSING`` was written: those must keep passing."""
     result = run_case(case)
     if case.name in KNOWN_DIFFERENCES:
         assert result.status == EXCLUDED, \
             result.reason or f"{case.name} passes now: remove it from KNOWN_DIFFERENCES"
-    else:
+    elif f"{case.kind}/{case.name}" in PASSING:
         assert result.status == PASS, result.reason
+    else:
+        assert result.status != FAIL, result.reason
 
 
 def test_cases_with_unlowered_ops_are_refused_cleanly():

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from polyc.conformance.cases import KINDS, load_cases
-from polyc.conformance.classify import FAIL, Result, run_case
+from polyc.conformance.classify import FAIL, PASS, Result, run_case
 from polyc.conformance.pool import run_cases
 from polyc.conformance.report import as_json, markdown, summary
 
@@ -37,6 +37,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="write the per-case Markdown report (docs/conformance.md)")
     parser.add_argument("--json", type=Path, metavar="PATH",
                         help="write counts and every case's result as JSON")
+    parser.add_argument("--passing", type=Path, metavar="PATH",
+                        help="write the names of the passing cases, one a line (CI "
+                             "checks that each still passes: tests/conformance_passing.txt)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print every case's result as it arrives")
     return parser.parse_args(argv)
@@ -57,6 +60,9 @@ def main(argv=None) -> int:
         args.report.write_text(markdown(results))
     if args.json:
         args.json.write_text(json.dumps(as_json(results), indent=1) + "\n")
+    if args.passing:
+        names = sorted(f"{r.kind}/{r.name}" for r in results if r.status == PASS)
+        args.passing.write_text("".join(f"{name}\n" for name in names))
     return 1 if any(r.status == FAIL for r in results) else 0
 
 
