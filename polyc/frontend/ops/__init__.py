@@ -4,7 +4,16 @@ Importing this package fills :data:`OPS`; :func:`lookup` picks the lowering of a
 for the model's opset. The modules group ops by the core op they lower to.
 """
 
-from polyc.frontend.ops import constant, elementwise, layout, linalg, reduce  # noqa: F401
+from polyc.frontend.ops import (  # noqa: F401
+    constant,
+    conv,
+    elementwise,
+    layout,
+    linalg,
+    norm,
+    pool,
+    reduce,
+)
 from polyc.frontend.ops.registry import OPS, NodeContext, OpDef, lookup, onnx_op
 
 __all__ = ["OPS", "NodeContext", "OpDef", "lookup", "onnx_op"]
