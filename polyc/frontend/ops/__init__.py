@@ -7,10 +7,13 @@ for the model's opset. The modules group ops by the core op they lower to.
 from polyc.frontend.ops import (  # noqa: F401
     activation,
     constant,
+    conv,
     elementwise,
     layout,
     linalg,
+    norm,
     norm_transformer,
+    pool,
     reduce,
     shape,
     slicing,

@@ -57,7 +57,7 @@ def _result(shape, axes, keepdims):
             tuple(ix for k, ix in enumerate(index) if k not in axes), back)
 
 
-def _reduce(ctx, data, axes, keepdims, combiner: str, label: str, *, pre=None, post=None):
+def reduce_over(ctx, data, axes, keepdims, combiner: str, label: str, *, pre=None, post=None):
     """``post(combiner over axes of pre(data))``: a Reduce over data's shape (a Map of
     ``post(pre(x))``, or a View, when there is no axis), then a Map applying ``post``.
 
@@ -78,10 +78,10 @@ def _reduce(ctx, data, axes, keepdims, combiner: str, label: str, *, pre=None, p
                    label=f"{label}_post")
 
 
-def _mean(ctx, data, axes, keepdims):
+def mean_over(ctx, data, axes, keepdims):
     """ReduceSum then a Map dividing by the number of reduced elements."""
     count = float(size([data.shape[a] for a in axes]))
-    return _reduce(ctx, data, axes, keepdims, "add", "mean_sum",
+    return reduce_over(ctx, data, axes, keepdims, "add", "mean_sum",
                    post=(lambda e: Call("div", (e, Const(count)))) if axes else None)
 
 
@@ -121,7 +121,7 @@ _KINDS = {
 
 def _kind(ctx, op: str, data, axes, keepdims):
     combiner, pre, post, label = _KINDS[op]
-    return _reduce(ctx, data, axes, keepdims, combiner, label, pre=pre, post=post)
+    return reduce_over(ctx, data, axes, keepdims, combiner, label, pre=pre, post=post)
 
 
 def _attr_form(ctx, op, data, axes, keepdims):
@@ -150,13 +150,13 @@ def ReduceSum(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
 @onnx_op("ReduceMean", 11, 13)
 def ReduceMean_11(ctx, data, *, axes=None, keepdims=1):
     """ReduceMean-11/13 (axes attribute): Reduce add, then Map dividing by the count."""
-    return _mean(ctx, data, _axes(ctx, data, axes, 0), keepdims)
+    return mean_over(ctx, data, _axes(ctx, data, axes, 0), keepdims)
 
 
 @onnx_op("ReduceMean", 18)
 def ReduceMean(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     """ReduceMean (axes input): Reduce add, then Map dividing by the count."""
-    return _mean(ctx, data, _axes(ctx, data, _axes_input(ctx, axes), noop_with_empty_axes),
+    return mean_over(ctx, data, _axes(ctx, data, _axes_input(ctx, axes), noop_with_empty_axes),
                  keepdims)
 
 

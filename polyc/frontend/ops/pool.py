@@ -1,0 +1,192 @@
+"""Pooling: one window Reduce per spatial dim (pooling is separable).
+
+A max or sum over the window ``(k1, .., kr)`` is a max or sum over ``k1`` of the max or
+sum over ``k2`` ..: each spatial dim ``d``, from the last to the first, is pooled by a
+Reduce with one reduction loop (the kernel offset ``k``)
+``T'[.., o, ..] = combine_k T[.., o*s + k*dil - begin, ..]``, a bounded read whose fill is
+the padding value (-inf for a max, 0 for a sum). A dim with kernel 1, stride 1 and no
+pads needs no pass. Averages divide the sum by the window's element count per output
+position, a product over the dims of 1-D counts (a constant where it does not vary).
+Global pools are reductions over every spatial dim.
+"""
+
+from __future__ import annotations
+
+from polyc.frontend.core import COMBINERS, Call, Const, Ix, Read, identity_index
+from polyc.frontend.ops.reduce import mean_over, reduce_over
+from polyc.frontend.ops.registry import onnx_op
+from polyc.frontend.ops.window import Window, window
+
+NEG_INF = float("-inf")
+
+
+@onnx_op("MaxPool", 11, 12, 22)
+def MaxPool(ctx, X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None,
+            pads=None, storage_order=0, strides=None):
+    """MaxPool: Y[n, c, o..] = max_k X[n, c, o*s + k*d - begin ..] (-inf in the padding),
+    one Reduce max per spatial dim. The Indices output is not supported;
+    ``storage_order`` only concerns it."""
+    win = _window(ctx, X, kernel_shape, strides=strides, dilations=dilations, pads=pads,
+                  auto_pad=auto_pad, ceil_mode=ceil_mode)
+    return _pool(ctx, X, win, "max", NEG_INF, "max_pool")
+
+
+@onnx_op("AveragePool", 11)
+def AveragePool_11(ctx, X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0,
+                   kernel_shape=None, pads=None, strides=None):
+    """AveragePool-11 (no dilations): see :func:`AveragePool`."""
+    return AveragePool(ctx, X, auto_pad=auto_pad, ceil_mode=ceil_mode,
+                       count_include_pad=count_include_pad, kernel_shape=kernel_shape,
+                       pads=pads, strides=strides)
+
+
+@onnx_op("AveragePool", 19, 22)
+def AveragePool(ctx, X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0,
+                dilations=None, kernel_shape=None, pads=None, strides=None):
+    """AveragePool: Y[n, c, o..] = sum_k X[n, c, o*s + k*d - begin ..] / count(o..): one
+    Reduce add per spatial dim, then a Map dividing by the count.
+
+    The count is the number of window elements inside X (``count_include_pad=0``), or
+    inside X and its pads (``1``; a ``ceil_mode`` window reaching past the end pads counts
+    only what lies within them, as in onnxruntime).
+    """
+    if count_include_pad not in (0, 1):
+        raise ctx.unsupported(f"count_include_pad={count_include_pad} (expected 0 or 1)")
+    win = _window(ctx, X, kernel_shape, strides=strides, dilations=dilations, pads=pads,
+                  auto_pad=auto_pad, ceil_mode=ceil_mode)
+    total = _pool(ctx, X, win, "add", 0.0, "average_pool")
+    divisor, counts = 1, []
+    for d, size in enumerate(X.shape[2:]):
+        lo, hi = (-win.begin[d], size + win.end[d]) if count_include_pad else (0, size)
+        per_output = _window_counts(win, d, lo, hi)
+        if len(set(per_output)) == 1:
+            divisor *= per_output[0]
+        else:
+            counts.append(Read(_count_tensor(ctx, win, d, lo, hi).name, (Ix.var(2 + d),)))
+    denominator = Const(float(divisor))
+    for count in counts:
+        denominator = Call("mul", (denominator, count))
+    value = Read(total.name, identity_index(len(total.shape)))
+    return ctx.map(total.shape, Call("div", (value, denominator)), label="average_pool_div")
+
+
+@onnx_op("LpPool", 11)
+def LpPool_11(ctx, X, *, auto_pad="NOTSET", kernel_shape=None, p=2, pads=None, strides=None):
+    """LpPool-11 (no ceil_mode, no dilations): see :func:`LpPool`."""
+    return LpPool(ctx, X, auto_pad=auto_pad, kernel_shape=kernel_shape, p=p, pads=pads,
+                  strides=strides)
+
+
+@onnx_op("LpPool", 18, 22)
+def LpPool(ctx, X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, p=2,
+           pads=None, strides=None):
+    """LpPool: Y[n, c, o..] = (sum_k |X[n, c, o*s + k*d - begin ..]|^p)^(1/p) (0 in the
+    padding): one Reduce add per spatial dim (the first reading ``|x|^p``), then a Map
+    taking the root."""
+    win = _window(ctx, X, kernel_shape, strides=strides, dilations=dilations, pads=pads,
+                  auto_pad=auto_pad, ceil_mode=ceil_mode)
+    power, root = _lp(ctx, p)
+    total = _pool(ctx, X, win, "add", 0.0, "lp_pool", first=power)
+    return ctx.map(total.shape, root(Read(total.name, identity_index(len(total.shape)))),
+                   label="lp_pool_root")
+
+
+@onnx_op("GlobalAveragePool", 1, 22)
+def GlobalAveragePool(ctx, X):
+    """GlobalAveragePool: ReduceMean over every spatial dim, kept as size 1."""
+    return mean_over(ctx, X, _spatial_axes(ctx, X), 1)
+
+
+@onnx_op("GlobalMaxPool", 1, 22)
+def GlobalMaxPool(ctx, X):
+    """GlobalMaxPool: Reduce max over every spatial dim, kept as size 1."""
+    return reduce_over(ctx, X, _spatial_axes(ctx, X), 1, "max", "global_max_pool")
+
+
+@onnx_op("GlobalLpPool", 2, 22)
+def GlobalLpPool(ctx, X, *, p=2):
+    """GlobalLpPool: (sum over every spatial dim of |x|^p)^(1/p): a Map |x|^p, a Reduce
+    add over the spatial dims (kept as size 1), a Map taking the root."""
+    power, root = _lp(ctx, p)
+    powered = ctx.map(X.shape, power(Read(X.name, identity_index(len(X.shape)))),
+                      label="lp_pool_power")
+    total = reduce_over(ctx, powered, _spatial_axes(ctx, X), 1, "add", "global_lp_pool")
+    return ctx.map(total.shape, root(Read(total.name, identity_index(len(total.shape)))),
+                   label="lp_pool_root")
+
+
+def _spatial_axes(ctx, X) -> tuple[int, ...]:
+    if len(X.shape) < 3:
+        raise ctx.shape_error(f"X {list(X.shape)} must be (batch, channels, spatial..) with "
+                              "at least one spatial dim")
+    return tuple(range(2, len(X.shape)))
+
+
+def _window(ctx, X, kernel_shape, **attributes) -> Window:
+    """The pooling window over X's spatial dims; ``kernel_shape`` is required."""
+    r = len(_spatial_axes(ctx, X))
+    if kernel_shape is None:
+        raise ctx.shape_error("the attribute kernel_shape is required")
+    kernel = tuple(int(k) for k in kernel_shape)
+    if len(kernel) != r or any(k < 1 for k in kernel):
+        raise ctx.shape_error(f"kernel_shape {list(kernel)} must be {r} positive values")
+    return window(ctx, X.shape[2:], kernel, **attributes)
+
+
+def _lp(ctx, p):
+    """The maps ``x -> |x|^p`` and ``s -> s^(1/p)`` (abs/identity for p=1, square/sqrt
+    for p=2)."""
+    if not isinstance(p, int) or p < 1:
+        raise ctx.unsupported(f"p={p} (expected a positive integer)")
+    if p == 1:
+        return (lambda x: Call("abs", (x,))), (lambda s: s)
+    if p == 2:
+        return (lambda x: Call("mul", (x, x))), (lambda s: Call("sqrt", (s,)))
+    return ((lambda x: Call("pow", (Call("abs", (x,)), Const(float(p))))),
+            (lambda s: Call("pow", (s, Const(1.0 / p)))))
+
+
+def _pool(ctx, X, win: Window, combiner: str, fill: float, label: str, first=None):
+    """X pooled by ``combiner`` over ``win``, one Reduce per spatial dim that needs one
+    (the last dim first); ``first`` maps the elements of X as they are first read."""
+    current = X
+    for d in reversed(range(win.rank)):
+        axis = 2 + d
+        trivial = (win.kernel[d] == 1 and win.strides[d] == 1
+                   and win.out[d] == current.shape[axis] and win.fits(d, current.shape[axis]))
+        if trivial:
+            continue
+        shape = current.shape[:axis] + (win.out[d],) + current.shape[axis + 1:]
+        index = list(identity_index(len(shape)))
+        index[axis] = Ix(((axis, win.strides[d]), (len(shape), win.dilations[d])),
+                         -win.begin[d])
+        bounded = not win.fits(d, current.shape[axis])
+        read = Read(current.name, tuple(index), "fill" if bounded else "error", fill)
+        if first is not None and current is X:
+            read = first(read)
+        current = ctx.reduce(out_shape=shape, init=Const(COMBINERS[combiner]),
+                             extents=shape + (win.kernel[d],),
+                             out_index=identity_index(len(shape)), combiner=combiner,
+                             expr=read, label=label)
+    if first is not None and current is X:
+        current = ctx.map(X.shape, first(Read(X.name, identity_index(len(X.shape)))),
+                          label=label)
+    return current
+
+
+def _window_counts(win: Window, d: int, lo: int, hi: int) -> list[int]:
+    """Per output position of dim ``d``, how many window elements lie in ``[lo, hi)``."""
+    s, dil, b = win.strides[d], win.dilations[d], win.begin[d]
+    return [sum(lo <= o * s + k * dil - b < hi for k in range(win.kernel[d]))
+            for o in range(win.out[d])]
+
+
+def _count_tensor(ctx, win: Window, d: int, lo: int, hi: int):
+    """``_window_counts`` computed at run time: a Map of ones over ``[lo, hi)`` and a
+    Reduce ``count[o] = sum_k ones[o*s + k*dil - begin - lo]`` (0 outside)."""
+    ones = ctx.map((hi - lo,), Const(1.0), label="pool_ones")
+    index = Ix(((0, win.strides[d]), (1, win.dilations[d])), -win.begin[d] - lo)
+    return ctx.reduce(out_shape=(win.out[d],), init=Const(0.0),
+                      extents=(win.out[d], win.kernel[d]), out_index=(Ix.var(0),),
+                      combiner="add", expr=Read(ones.name, (index,), "fill", 0.0),
+                      label="pool_count")

@@ -1,0 +1,370 @@
+"""Convolutions, pooling and normalizations: compiled with polyc and compared with
+onnxruntime (and the frontend's reference interpreter) on seeded random inputs.
+
+Tolerances: rtol 1e-4, atol 1e-5 (sums over windows and channels are added in another
+order than onnxruntime's). LRN with an even ``size`` or on other than 4-D input, which
+onnxruntime refuses, is compared with numpy following the ONNX definition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import polyc
+from polyc.errors import ShapeError, UnsupportedDtypeError, UnsupportedOpError
+from polyc.frontend import import_model
+from polyc.frontend.core import Map, Reduce
+
+from onnx_helpers import make_model, random_inputs, run_onnxruntime, run_polyc, run_reference
+
+RTOL, ATOL = 1e-4, 1e-5
+OPTIONS = [{}, {"fuse": "none"}, {"tile": False}]
+
+
+def weight(name, shape, seed, low=-1.0):
+    return (name, np.random.default_rng(seed).uniform(low, 1, shape).astype(np.float32))
+
+
+def single_node_model(op, x_shape, weights=(), *, opset=13, **attrs):
+    """``y = op(x, *weights)``: x a graph input, the weights initializers."""
+    node = helper.make_node(op, ["x"] + [name for name, _ in weights], ["y"], **attrs)
+    return make_model([node], [("x", x_shape)], ["y"], initializers=weights, opset=opset)
+
+
+def assert_matches(model, *, seed=0, expected=None, **options):
+    """polyc (with ``options``) and the reference interpreter against onnxruntime, or
+    against ``expected(inputs)``."""
+    inputs = random_inputs(model, seed)
+    want = expected(inputs) if expected else run_onnxruntime(model, inputs)
+    got = run_polyc(model, inputs, **options)
+    reference = run_reference(model, inputs)
+    for name, value in (want if isinstance(want, dict) else {"y": want}).items():
+        assert got[name].shape == value.shape, name
+        np.testing.assert_allclose(got[name], value, rtol=RTOL, atol=ATOL, err_msg=name)
+        np.testing.assert_allclose(reference[name], value, rtol=RTOL, atol=ATOL, err_msg=name)
+
+
+# -- Conv -----------------------------------------------------------------------------
+
+CONV_CASES = {
+    "default": ((2, 3, 7, 7), (4, 3, 3, 3), {}),
+    "asymmetric_pads_no_bias": ((2, 3, 7, 7), (4, 3, 3, 3), {"pads": [1, 0, 2, 1]}),
+    "same_upper_stride2": ((2, 3, 7, 7), (4, 3, 3, 3),
+                           {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    "same_lower_stride2": ((2, 3, 8, 7), (4, 3, 3, 2),
+                           {"auto_pad": "SAME_LOWER", "strides": [2, 2]}),
+    "valid_dilation2": ((2, 3, 9, 9), (4, 3, 3, 3), {"auto_pad": "VALID", "dilations": [2, 2]}),
+    "group2": ((2, 4, 6, 6), (6, 2, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
+    "depthwise": ((2, 4, 6, 6), (4, 1, 3, 3), {"group": 4, "pads": [1, 1, 1, 1],
+                                                "strides": [2, 2]}),
+    "depthwise_multiplier2": ((2, 4, 6, 6), (8, 1, 3, 3), {"group": 4, "pads": [1, 2, 0, 1]}),
+    "1d": ((2, 3, 9), (4, 3, 3), {"strides": [2], "pads": [1, 2]}),
+    "3d": ((1, 2, 5, 5, 4), (3, 2, 3, 3, 2), {"pads": [1, 1, 0, 1, 1, 1]}),
+    "1x1": ((2, 5, 6, 7), (4, 5, 1, 1), {}),
+    "1x1_stride2": ((2, 5, 6, 7), (4, 5, 1, 1), {"strides": [2, 2]}),
+    "kernel_shape_strides_dilations": ((2, 3, 9, 8), (4, 3, 2, 3),
+                                       {"kernel_shape": [2, 3], "strides": [2, 1],
+                                        "dilations": [2, 2], "pads": [0, 1, 1, 0]}),
+}
+
+
+@pytest.mark.parametrize("case,opset", [(case, 11) for case in sorted(CONV_CASES)] + [
+    (case, 22) for case in ("default", "depthwise", "3d")])  # Conv-22 only adds types
+def test_conv(case, opset):
+    x_shape, w_shape, attrs = CONV_CASES[case]
+    weights = [weight("w", w_shape, 1)]
+    if "no_bias" not in case:
+        weights.append(weight("b", (w_shape[0],), 2))
+    assert_matches(single_node_model("Conv", x_shape, weights, opset=opset, **attrs))
+
+
+@pytest.mark.parametrize("options", OPTIONS[1:])
+@pytest.mark.parametrize("case", ["asymmetric_pads_no_bias", "depthwise"])
+def test_conv_options(case, options):
+    x_shape, w_shape, attrs = CONV_CASES[case]
+    model = single_node_model("Conv", x_shape, [weight("w", w_shape, 1)], **attrs)
+    assert_matches(model, **options)
+
+
+def test_conv_weights_from_graph_inputs():
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1], group=2)
+    model = make_model([node], [("x", (2, 4, 5, 5)), ("w", (6, 2, 3, 3)), ("b", (6,))], ["y"])
+    assert_matches(model, seed=3)
+
+
+def test_conv_is_im2col_and_one_packed_product():
+    """im2col Map, then a Reduce with one reduction loop the contraction tiler takes
+    (with at least 6 output channels and 64 output positions: a full register tile)."""
+    model = single_node_model("Conv", (1, 3, 10, 10), [weight("w", (8, 3, 3, 3), 1)],
+                              pads=[1, 0, 2, 1])
+    ops = [op for op in import_model(model).ops if not hasattr(op, "src")]  # no Views
+    assert [type(op) for op in ops] == [Map, Reduce, Map]  # im2col, product, output copy
+    im2col, product = ops[0], ops[1]
+    assert im2col.shape == (1, 3, 3, 3, 11, 9) and im2col.expr.outside == "fill"
+    assert product.extents == (1, 1, 8, 99, 27)  # n, g, m, output positions, (c, kh, kw)
+    compiled = polyc.compile(model)
+    np.testing.assert_allclose(compiled.run(random_inputs(model, 0))["y"],
+                               run_onnxruntime(model, random_inputs(model, 0))["y"],
+                               rtol=RTOL, atol=ATOL)
+    assert any(d.startswith("tiling: contraction") and "_conv_update" in d
+               for d in compiled.schedule.decisions)
+
+
+def test_depthwise_conv_is_one_direct_reduce():
+    x_shape, w_shape, attrs = CONV_CASES["depthwise"]
+    model = single_node_model("Conv", x_shape, [weight("w", w_shape, 1)], **attrs)
+    reduces = [op for op in import_model(model).ops if isinstance(op, Reduce)]
+    assert len(reduces) == 1 and reduces[0].label == "depthwise_conv"
+    assert reduces[0].extents == (2, 4, 3, 3, 3, 3)
+
+
+# -- ConvTranspose --------------------------------------------------------------------
+
+CONV_TRANSPOSE_CASES = {
+    "default": ((2, 3, 4, 4), (3, 2, 3, 3), {}),
+    "stride2_output_padding": ((2, 3, 4, 4), (3, 2, 3, 3),
+                               {"strides": [2, 2], "output_padding": [1, 1]}),
+    "group2_pads": ((2, 4, 4, 5), (4, 2, 3, 3),
+                    {"group": 2, "strides": [2, 3], "pads": [1, 0, 1, 2]}),
+    "output_shape": ((2, 3, 4, 4), (3, 2, 3, 3), {"strides": [2, 2], "output_shape": [7, 8]}),
+    "output_shape_beyond_full": ((2, 3, 4, 4), (3, 2, 3, 3),
+                                 {"strides": [2, 2], "output_shape": [9, 10]}),
+    "same_upper": ((2, 3, 4, 4), (3, 2, 3, 3), {"strides": [2, 2], "auto_pad": "SAME_UPPER"}),
+    "same_lower": ((2, 3, 4, 4), (3, 2, 3, 3), {"strides": [2, 2], "auto_pad": "SAME_LOWER"}),
+    "dilations_no_bias": ((2, 3, 4, 4), (3, 2, 3, 3), {"strides": [2, 2], "dilations": [2, 2]}),
+    "1d": ((2, 3, 5), (3, 2, 3), {"strides": [3], "pads": [1, 1]}),
+    "depthwise": ((2, 4, 3, 3), (4, 1, 3, 3), {"group": 4, "strides": [2, 2],
+                                                "pads": [2, 1, 2, 1]}),
+    "3d": ((1, 2, 3, 3, 3), (2, 2, 2, 2, 2), {"strides": [2, 1, 2]}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONV_TRANSPOSE_CASES))
+def test_conv_transpose(case):
+    x_shape, w_shape, attrs = CONV_TRANSPOSE_CASES[case]
+    weights = [weight("w", w_shape, 4)]
+    if "no_bias" not in case:
+        weights.append(weight("b", (w_shape[1] * attrs.get("group", 1),), 5))
+    assert_matches(single_node_model("ConvTranspose", x_shape, weights, **attrs))
+
+
+@pytest.mark.parametrize("options", OPTIONS[1:])
+def test_conv_transpose_options(options):
+    x_shape, w_shape, attrs = CONV_TRANSPOSE_CASES["group2_pads"]
+    model = single_node_model("ConvTranspose", x_shape, [weight("w", w_shape, 4)], opset=22,
+                              **attrs)
+    assert_matches(model, **options)
+
+
+# -- pooling --------------------------------------------------------------------------
+
+POOL_CASES = {
+    "max_default": ("MaxPool", (2, 3, 7, 7), {"kernel_shape": [3, 3]}, 11),
+    "max_stride2_asymmetric_pads": ("MaxPool", (2, 3, 7, 7),
+                                    {"kernel_shape": [3, 3], "strides": [2, 2],
+                                     "pads": [1, 0, 2, 1]}, 12),
+    "max_same_upper": ("MaxPool", (2, 3, 8, 7), {"kernel_shape": [3, 2], "strides": [2, 2],
+                                                 "auto_pad": "SAME_UPPER"}, 22),
+    "max_same_lower": ("MaxPool", (2, 3, 8, 7), {"kernel_shape": [3, 2], "strides": [2, 2],
+                                                 "auto_pad": "SAME_LOWER"}, 13),
+    "max_valid_dilations": ("MaxPool", (2, 3, 9, 9), {"kernel_shape": [3, 3],
+                                                      "dilations": [2, 2],
+                                                      "auto_pad": "VALID"}, 13),
+    "max_ceil": ("MaxPool", (2, 3, 8, 8), {"kernel_shape": [3, 3], "strides": [2, 2],
+                                           "ceil_mode": 1}, 13),
+    "max_ceil_last_window_in_pad": ("MaxPool", (2, 3, 6, 6),
+                                    {"kernel_shape": [3, 3], "strides": [3, 3],
+                                     "pads": [0, 0, 2, 2], "ceil_mode": 1}, 22),
+    "max_1d": ("MaxPool", (2, 3, 9), {"kernel_shape": [3], "strides": [2], "pads": [1, 2]}, 13),
+    "max_3d": ("MaxPool", (1, 2, 5, 6, 5), {"kernel_shape": [2, 3, 2], "strides": [2, 1, 2]},
+               13),
+    "avg_default": ("AveragePool", (2, 3, 7, 7), {"kernel_shape": [3, 3]}, 11),
+    "avg_pads": ("AveragePool", (2, 3, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2],
+                                               "pads": [1, 0, 2, 1]}, 13),
+    "avg_pads_count_include_pad": ("AveragePool", (2, 3, 7, 7),
+                                   {"kernel_shape": [3, 3], "strides": [2, 2],
+                                    "pads": [1, 0, 2, 1], "count_include_pad": 1}, 13),
+    "avg_same_upper": ("AveragePool", (2, 3, 8, 7), {"kernel_shape": [3, 2], "strides": [2, 2],
+                                                     "auto_pad": "SAME_UPPER"}, 19),
+    "avg_same_lower_count_include_pad": ("AveragePool", (2, 3, 8, 7),
+                                         {"kernel_shape": [3, 2], "strides": [2, 2],
+                                          "auto_pad": "SAME_LOWER",
+                                          "count_include_pad": 1}, 22),
+    "avg_ceil": ("AveragePool", (2, 3, 8, 8), {"kernel_shape": [3, 3], "strides": [2, 2],
+                                               "ceil_mode": 1}, 13),
+    "avg_ceil_pads_count_include_pad": ("AveragePool", (2, 3, 8, 8),
+                                        {"kernel_shape": [3, 3], "strides": [2, 2],
+                                         "pads": [1, 1, 1, 1], "ceil_mode": 1,
+                                         "count_include_pad": 1}, 13),
+    "avg_dilations_pads": ("AveragePool", (2, 3, 9, 9), {"kernel_shape": [3, 3],
+                                                         "dilations": [2, 2],
+                                                         "pads": [1, 2, 2, 1]}, 19),
+    "avg_dilations_pads_count_include_pad": ("AveragePool", (2, 3, 9, 9),
+                                             {"kernel_shape": [3, 3], "dilations": [2, 2],
+                                              "pads": [1, 2, 2, 1],
+                                              "count_include_pad": 1}, 19),
+    "avg_1d": ("AveragePool", (2, 3, 9), {"kernel_shape": [3], "strides": [2],
+                                          "pads": [1, 2]}, 13),
+    "avg_3d": ("AveragePool", (1, 2, 5, 6, 5), {"kernel_shape": [2, 3, 2],
+                                                "strides": [2, 1, 2],
+                                                "pads": [1, 1, 1, 0, 0, 0]}, 13),
+    "lp2_pads": ("LpPool", (2, 3, 7, 7), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}, 11),
+    "lp1_strides": ("LpPool", (2, 3, 7, 7), {"kernel_shape": [3, 3], "p": 1,
+                                             "strides": [2, 2]}, 11),
+    "lp3": ("LpPool", (2, 3, 7, 7), {"kernel_shape": [3, 3], "p": 3}, 13),
+    "lp2_ceil_dilations": ("LpPool", (2, 3, 9, 9), {"kernel_shape": [3, 3], "strides": [2, 2],
+                                                    "dilations": [1, 2], "ceil_mode": 1}, 18),
+    "global_avg": ("GlobalAveragePool", (2, 3, 7, 6), {}, 13),
+    "global_avg_3d": ("GlobalAveragePool", (2, 3, 4, 3, 2), {}, 22),
+    "global_max": ("GlobalMaxPool", (2, 3, 7, 6), {}, 13),
+    "global_max_1d": ("GlobalMaxPool", (2, 3, 5), {}, 22),
+    "global_lp3": ("GlobalLpPool", (2, 3, 7, 6), {"p": 3}, 13),
+}
+
+
+@pytest.mark.parametrize("case", sorted(POOL_CASES))
+def test_pool(case):
+    op, x_shape, attrs, opset = POOL_CASES[case]
+    assert_matches(single_node_model(op, x_shape, opset=opset, **attrs), seed=len(case))
+
+
+@pytest.mark.parametrize("options", OPTIONS[1:])
+@pytest.mark.parametrize("case", ["max_stride2_asymmetric_pads", "avg_pads"])
+def test_pool_options(case, options):
+    op, x_shape, attrs, opset = POOL_CASES[case]
+    assert_matches(single_node_model(op, x_shape, opset=opset, **attrs), **options)
+
+
+def test_pool_is_one_reduce_per_spatial_dim():
+    op, x_shape, attrs, opset = POOL_CASES["max_stride2_asymmetric_pads"]
+    graph = import_model(single_node_model(op, x_shape, opset=opset, **attrs))
+    reduces = [op for op in graph.ops if isinstance(op, Reduce)]
+    assert [r.extents for r in reduces] == [(2, 3, 7, 3, 3), (2, 3, 4, 3, 3)]
+    width, height = (r.expr for r in reduces)  # the last dim first
+    assert not width.bounded  # its pads [0, 1] are never read with stride 2
+    assert height.outside == "fill" and height.fill == float("-inf")
+
+
+# -- normalizations -------------------------------------------------------------------
+
+def batch_norm_weights(channels: int):
+    return [weight("scale", (channels,), 6), weight("bias", (channels,), 7),
+            weight("mean", (channels,), 8), weight("var", (channels,), 9, low=0.1)]
+
+
+@pytest.mark.parametrize("x_shape,opset", [((2, 4, 5, 5), 11), ((2, 4, 5, 5), 14),
+                                           ((3, 4), 15), ((2, 4, 3, 4, 5), 15)])
+def test_batch_normalization(x_shape, opset):
+    model = single_node_model("BatchNormalization", x_shape, batch_norm_weights(4),
+                              opset=opset, epsilon=1e-3)
+    assert_matches(model)
+
+
+@pytest.mark.parametrize("x_shape,opset", [((2, 4, 5, 6), 13), ((2, 4, 7), 13),
+                                           ((2, 4, 3, 4, 2), 22)])
+def test_instance_normalization(x_shape, opset):
+    weights = [weight("scale", (4,), 10), weight("bias", (4,), 11)]
+    model = single_node_model("InstanceNormalization", x_shape, weights, opset=opset,
+                              epsilon=1e-2)
+    assert_matches(model)
+
+
+@pytest.mark.parametrize("attrs", [{"size": 3}, {"size": 5, "alpha": 0.01, "beta": 0.5,
+                                                 "bias": 2.0}])
+def test_lrn(attrs):
+    assert_matches(single_node_model("LRN", (2, 6, 5, 5), **attrs))
+
+
+def lrn_numpy(x, size, alpha=1e-4, beta=0.75, bias=1.0):
+    """The ONNX definition: the window [c - floor((size-1)/2), c + ceil((size-1)/2)]."""
+    before, after = (size - 1) // 2, -(-(size - 1) // 2)
+    squares = np.zeros_like(x)
+    for c in range(x.shape[1]):
+        squares[:, c] = (x[:, max(0, c - before):c + after + 1] ** 2).sum(axis=1)
+    return x / (bias + alpha / size * squares) ** beta
+
+
+@pytest.mark.parametrize("x_shape,size", [((2, 6, 5, 5), 4), ((2, 5, 4), 2),
+                                          ((1, 5, 3, 2, 3), 3)])
+def test_lrn_even_size_and_other_ranks_match_the_onnx_definition(x_shape, size):
+    model = single_node_model("LRN", x_shape, size=size, alpha=0.01, beta=0.5, bias=2.0)
+    assert_matches(model, expected=lambda inputs: lrn_numpy(inputs["x"], size, 0.01, 0.5, 2.0))
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+def test_small_cnn(options):
+    """Conv-BN-Relu-MaxPool-Conv-GlobalAveragePool-Flatten-Gemm."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "scale", "bias", "mean", "var"], ["bn"]),
+        helper.make_node("Relu", ["bn"], ["r"]),
+        helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p", "w2"], ["c2"], kernel_shape=[3, 3], auto_pad="SAME_UPPER"),
+        helper.make_node("GlobalAveragePool", ["c2"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "w3", "b3"], ["y"], transB=1),
+    ]
+    weights = [weight("w1", (8, 3, 3, 3), 12), weight("b1", (8,), 13), *batch_norm_weights(8),
+               weight("w2", (16, 8, 3, 3), 14), weight("w3", (10, 16), 15),
+               weight("b3", (10,), 16)]
+    model = make_model(nodes, [("x", (2, 3, 12, 12))], ["y"], initializers=weights)
+    assert_matches(model, seed=17, **options)
+
+
+# -- errors ---------------------------------------------------------------------------
+
+def lowering_error(op, x_shape, weights=(), *, outputs=None, opset=13, **attrs):
+    """A function calling ``import_model`` on a model the ONNX checker is not asked about;
+    ``outputs`` are (name, rank, dtype) triples (default: y like x), of unknown dims."""
+    outputs = outputs or [("y", len(x_shape), TensorProto.FLOAT)]
+    node = helper.make_node(op, ["x"] + [name for name, _ in weights],
+                            [name for name, _, _ in outputs], **attrs)
+    infos = [(name, [None] * rank, dtype) for name, rank, dtype in outputs]
+    model = make_model([node], [("x", x_shape)], infos, initializers=weights, opset=opset,
+                       check=False)
+    return lambda: import_model(model)
+
+
+@pytest.mark.parametrize("op,x_shape,weights,attrs,message", [
+    ("Conv", (1, 2, 5, 5), [weight("w", (3, 2, 3, 3), 1)], {"auto_pad": "SAME"},
+     "auto_pad 'SAME'"),
+    ("ConvTranspose", (1, 2, 5, 5), [weight("w", (2, 3, 3, 3), 1)], {"auto_pad": "FULL"},
+     "auto_pad 'FULL'"),
+    ("MaxPool", (1, 2, 5, 5), [], {"kernel_shape": [2, 2], "ceil_mode": 2}, "ceil_mode=2"),
+    ("AveragePool", (1, 2, 5, 5), [], {"kernel_shape": [2, 2], "count_include_pad": 2},
+     "count_include_pad=2"),
+    ("LpPool", (1, 2, 5, 5), [], {"kernel_shape": [2, 2], "p": 0}, "p=0"),
+])
+def test_unsupported_attribute_values(op, x_shape, weights, attrs, message):
+    with pytest.raises(UnsupportedOpError, match=message):
+        lowering_error(op, x_shape, weights, **attrs)()
+
+
+def test_batch_normalization_training_mode_is_unsupported():
+    outputs = [("y", 4, TensorProto.FLOAT), ("running_mean", 1, TensorProto.FLOAT),
+               ("running_var", 1, TensorProto.FLOAT)]
+    with pytest.raises(UnsupportedOpError, match="training_mode=1"):
+        lowering_error("BatchNormalization", (1, 2, 5, 5), batch_norm_weights(2),
+                       outputs=outputs, opset=15, training_mode=1)()
+
+
+def test_max_pool_indices_output_is_unsupported():
+    outputs = [("y", 4, TensorProto.FLOAT), ("indices", 4, TensorProto.INT64)]
+    with pytest.raises(UnsupportedDtypeError, match="'indices' has dtype int64"):
+        lowering_error("MaxPool", (1, 2, 4, 4), outputs=outputs, kernel_shape=[2, 2])()
+
+
+@pytest.mark.parametrize("op,x_shape,weights,attrs,message", [
+    ("Conv", (1, 2, 5, 5), [weight("w", (3, 4, 3, 3), 1)], {}, "X has 2 channels"),
+    ("Conv", (1, 2, 5, 5), [weight("w", (3, 2, 3, 3), 1)], {"kernel_shape": [2, 2]},
+     "kernel_shape"),
+    ("Conv", (1, 2, 5, 5), [weight("w", (3, 2, 3, 3), 1), weight("b", (2,), 2)], {},
+     r"B \[2\] must be \[3\]"),
+    ("ConvTranspose", (1, 4, 5, 5), [weight("w", (4, 3, 3, 3), 1), weight("b", (4,), 2)],
+     {"group": 2}, r"B \[4\] must be \[6\]"),
+])
+def test_shape_errors(op, x_shape, weights, attrs, message):
+    with pytest.raises(ShapeError, match=message):
+        lowering_error(op, x_shape, weights, **attrs)()
