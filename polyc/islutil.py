@@ -189,11 +189,13 @@ def identity_schedule(domain: isl.Set) -> isl.Schedule:
 
 
 def sequence(schedules: Sequence[isl.Schedule]) -> isl.Schedule:
-    """The schedules one after the other (an isl sequence node)."""
-    result = schedules[0]
-    for schedule in schedules[1:]:
-        result = result.sequence(schedule)
-    return result
+    """The schedules one after the other (an isl sequence node). Joined as a balanced
+    tree: isl flattens nested sequences, and joining one at a time copies the growing
+    sequence each time (quadratic: 3 s for 30 SCoPs of 290 statements)."""
+    if len(schedules) == 1:
+        return schedules[0]
+    half = len(schedules) // 2
+    return sequence(schedules[:half]).sequence(sequence(schedules[half:]))
 
 
 def tuple_name(obj) -> str:

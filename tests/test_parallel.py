@@ -155,7 +155,7 @@ def test_matmul_marks_a_block_loop_of_the_register_tile_band():
 def test_loop_bodies_take_noalias_pointers_and_keep_their_vector_code():
     compiled = polyc.compile(matmul_model(203, 130, 290), threads=2)
     text = compiled.compilation.llvm_ir
-    bodies = re.findall(r"define internal void @\"?polyc_kernel\.loop\w+\"?\((.*?)\)\s*\w*"
+    bodies = re.findall(r"define internal void @\"?polyc_kernel[.\w]*\.loop\w+\"?\((.*?)\)\s*\w*"
                         r"\s*\{(.*?)\n\}", text, re.S)
     assert bodies
     for params, _ in bodies:

@@ -11,7 +11,8 @@ then reads ``Bp[batch.., floor(j/nr), k, j mod nr]``: quasi-affine, but under th
 recipe's schedule isl turns it into plain index arithmetic of the loop iterators.
 
 The SCoP gains the array (a temporary in scratch) and the statement, placed in the
-original order just before the first instance of ``S``; its dependences are then
+original order just before the first instance of ``S`` (one more member of the
+sequence, for an ONNX model's SCoP); its dependences are then
 recomputed, so the legality checker sees the copies too. Packing is valid because
 nothing writes the packed operand while ``S`` runs (checked).
 """
@@ -22,7 +23,16 @@ import dataclasses
 
 import islpy as isl
 
-from polyc.islutil import affs_to_map, box, set_space, union_maps, variable
+from polyc.islutil import (
+    affs_to_map,
+    box,
+    identity_schedule,
+    sequence,
+    set_space,
+    statement_names,
+    union_maps,
+    variable,
+)
 from polyc.scop.model import Access, Array, Load, Scop, Statement
 from polyc.tiling.contraction import Contraction
 
@@ -42,6 +52,9 @@ class Packed:
 def packable(scop: Scop, contraction: Contraction) -> bool:
     """True when no statement writes the operand ``b`` after S's first instance starts."""
     operand = contraction.statement.reads[contraction.b].array
+    if in_sequence(scop):  # one statement after the other: compare positions
+        position = scop.statements.index(contraction.statement)
+        return not any(s.write.array == operand for s in scop.statements[position:])
     first = _times(scop, contraction.statement).lexmin()
     for statement in scop.statements:
         if statement.write.array == operand:
@@ -49,6 +62,21 @@ def packable(scop: Scop, contraction: Contraction) -> bool:
             if statement is contraction.statement or last.lex_lt_set(first).is_empty():
                 return False
     return True
+
+
+def in_sequence(scop: Scop) -> bool:
+    """Whether the original order runs the statements one after the other, in the order
+    of ``scop.statements`` (as the SCoP of an ONNX model does), each a filter of a
+    sequence; then a copy goes in as one more filter before its contraction."""
+    root = scop.order.get_root()
+    if root.n_children() != 1:
+        return False
+    node = root.child(0)
+    if node.get_type() != isl.schedule_node_type.sequence or \
+            node.n_children() != len(scop.statements):
+        return False
+    return all(statement_names(node.child(k).filter_get_filter()) == {s.name}
+               for k, s in enumerate(scop.statements))
 
 
 def _times(scop: Scop, statement: Statement) -> isl.Set:
@@ -86,7 +114,10 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
     position = scop.statements.index(statement)
     statements = (scop.statements[:position] + (copy, new_statement)
                   + scop.statements[position + 1:])
-    order = _order_with_copy(scop, copy, statement)
+    if in_sequence(scop):
+        order = sequence([identity_schedule(s.domain) for s in statements])
+    else:
+        order = _order_with_copy(scop, copy, statement)
     result = dataclasses.replace(scop, arrays=scop.arrays + (array,), statements=statements,
                                  order=order, dependences=None)
     return result, Packed(dataclasses.replace(c, statement=new_statement), copy, name, nr,
