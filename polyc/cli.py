@@ -35,6 +35,7 @@ examples:
   polyc inspect mlp.so
   polyc inspect --graph examples/mlp.onnx
   polyc bench examples/mlp.onnx --repeat 100
+  polyc ops
 
 environment: POLYC_DEBUG=1..4 (stage times, IR, dependences, LLVM IR), POLYC_CC (linker),
 OMP_NUM_THREADS (threads of parallel loops).
@@ -192,6 +193,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--repeat", type=int, default=50, metavar="N",
                      help="timed runs after one warm-up run (default: 50)")
     add_compile_options(sub)
+
+    sub = command("ops", ops_command, "list the ONNX ops polyc lowers, with their versions",
+                  ["polyc ops", "polyc ops Conv"])
+    sub.add_argument("names", nargs="*", metavar="OP", help="only these ops")
     return parser
 
 
@@ -322,6 +327,24 @@ def cleanup_text(args) -> str:
                 ("CLEAN-UP", "\n".join(cleaned.notes) or "nothing changed"),
                 ("CLEANED ONNX GRAPH", describe(cleaned))]
     return "\n\n".join(f"== {title} ==\n{body}" for title, body in sections)
+
+
+def ops_command(args) -> None:
+    """One line per op: its name and the since-versions polyc lowers."""
+    from polyc.frontend.ops import OPS
+
+    versions: dict[str, list[int]] = {}
+    for op_type, version in OPS:
+        versions.setdefault(op_type, []).append(version)
+    unknown = [name for name in args.names if name not in versions]
+    if unknown:
+        raise PolycError(f"polyc lowers no op named {', '.join(unknown)} ('polyc ops' lists "
+                         "those it lowers)")
+    names = args.names or sorted(versions)
+    for name in names:
+        print(f"{name:<24} {', '.join(map(str, sorted(versions[name])))}")
+    if not args.names:
+        print(f"{len(names)} ops")
 
 
 def manifest_json(manifest: dict) -> str:

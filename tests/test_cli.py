@@ -13,11 +13,12 @@ import sys
 import numpy as np
 import pytest
 
+from polyc.frontend.ops import OPS
 from polyc.runtime.aot import write_artifact
 
 from test_runtime import MANIFEST, N, expected, random_inputs, scale_exp_ir
 
-COMMANDS = ("compile", "run", "inspect", "bench")
+COMMANDS = ("compile", "run", "inspect", "bench", "ops")
 
 
 def polyc(*args, cwd=None) -> subprocess.CompletedProcess:
@@ -211,3 +212,13 @@ def test_internal_error_and_debug(monkeypatch, capsys):
 def test_only_given_options_reach_the_pipeline(argv, options):
     from polyc import cli
     assert cli.compile_options(cli.build_parser().parse_args(argv)) == options
+
+
+def test_ops_lists_every_lowered_op_with_its_versions():
+    done = polyc("ops")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == f"{len({op for op, _ in OPS})} ops"
+    assert re.search(r"^Conv +11, 22$", done.stdout, re.M)
+    assert polyc("ops", "Gemm").stdout.split() == ["Gemm", "7,", "9,", "11,", "13"]
+    assert_one_line_error(polyc("ops", "NoSuchOp"), r"polyc lowers no op named NoSuchOp")
