@@ -219,6 +219,7 @@ def test_ops_lists_every_lowered_op_with_its_versions():
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[-1] == f"{len({op for op, _ in OPS})} ops"
-    assert re.search(r"^Conv +11, 22$", done.stdout, re.M)
-    assert polyc("ops", "Gemm").stdout.split() == ["Gemm", "7,", "9,", "11,", "13"]
+    assert re.search(r"^Conv +(\d+, )*11, 22$", done.stdout, re.M)
+    versions = sorted(v for op, v in OPS if op == "Gemm")
+    assert polyc("ops", "Gemm").stdout.split() == ["Gemm"] + ", ".join(map(str, versions)).split()
     assert_one_line_error(polyc("ops", "NoSuchOp"), r"polyc lowers no op named NoSuchOp")
