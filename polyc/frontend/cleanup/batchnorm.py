@@ -17,6 +17,8 @@ from polyc.frontend.cleanup.editor import GraphEditor, copy_node, is_op, with_no
 from polyc.frontend.load import OnnxGraph
 from polyc.frontend.ops.registry import attribute_values
 
+LEGACY_OPSET = 7  # BatchNormalization-6 infers only with is_test=1
+
 
 def fold_batch_norm(graph: OnnxGraph) -> OnnxGraph:
     """Every inference BatchNormalization (one output) whose input ``X`` is computed by a
@@ -30,7 +32,7 @@ def fold_batch_norm(graph: OnnxGraph) -> OnnxGraph:
     editor = GraphEditor(graph)
     folded = 0
     for node in editor.walk():
-        if not _inference_bn(node):
+        if not _inference_bn(node, graph.opset):
             editor.emit(node)
             continue
         reason = _fold(editor, node)
@@ -43,10 +45,14 @@ def fold_batch_norm(graph: OnnxGraph) -> OnnxGraph:
                       "folded {n} BatchNormalization node{s} into the Conv/Gemm before it")
 
 
-def _inference_bn(node: onnx.NodeProto) -> bool:
+def _inference_bn(node: onnx.NodeProto, opset: int) -> bool:
+    """A per-channel inference BN: one output, no training mode (BN-6 ``is_test`` set) and
+    the statistics per channel (BN-6/7 ``spatial``)."""
     outputs = [o for o in node.output if o]
+    attributes = attribute_values(node)
     return (is_op(node, "BatchNormalization") and len(outputs) == 1
-            and not attribute_values(node).get("training_mode", 0))
+            and not attributes.get("training_mode", 0) and attributes.get("spatial", 1)
+            and (opset >= LEGACY_OPSET or attributes.get("is_test", 0)))
 
 
 def _fold(editor: GraphEditor, bn: onnx.NodeProto) -> str | None:

@@ -9,10 +9,12 @@ import onnx
 
 from polyc.frontend.cleanup.editor import GraphEditor, counted, is_op
 from polyc.frontend.load import OnnxGraph
+from polyc.frontend.ops.registry import attribute_values
 
 # Dropout-12 added training_mode and defined the mask at inference: all true.
 # (Dropout-10 leaves it open: onnxruntime gives all false, onnx.reference all true.)
 TRAINING_MODE_OPSET = 12
+LEGACY_OPSET = 7  # Dropout-6 is at inference only with is_test=1
 
 
 def remove_identities(graph: OnnxGraph) -> OnnxGraph:
@@ -41,6 +43,9 @@ def remove_identities(graph: OnnxGraph) -> OnnxGraph:
 
 def _remove_dropout(editor: GraphEditor, node: onnx.NodeProto) -> bool:
     """Bypass an inference Dropout, its read mask made a constant; False if it stays."""
+    if editor.graph.opset < LEGACY_OPSET and not attribute_values(node).get("is_test", 0):
+        editor.notes.append(f"kept Dropout node '{node.name}': is_test=0 asks for training")
+        return False
     training = node.input[2] if len(node.input) > 2 else ""
     value = editor.constant(training)
     if training and (value is None or value.reshape(-1)[0]):

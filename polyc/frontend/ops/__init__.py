@@ -10,6 +10,7 @@ from polyc.frontend.ops import (  # noqa: F401
     conv,
     elementwise,
     layout,
+    legacy,
     linalg,
     norm,
     norm_transformer,
@@ -17,6 +18,7 @@ from polyc.frontend.ops import (  # noqa: F401
     reduce,
     shape,
     slicing,
+    upsample,
 )
 from polyc.frontend.ops.registry import OPS, NodeContext, OpDef, lookup, onnx_op
 

@@ -18,7 +18,7 @@ from polyc.frontend.ops.registry import onnx_op
 SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
 
-def _negative_branch(x, negative):
+def negative_branch(x, negative):
     """``x < 0 ? negative : x`` (NaN takes the ``x`` branch)."""
     return call("select", call("lt", x, 0.0), negative, x)
 
@@ -46,10 +46,10 @@ def _softplus(x):
 def LeakyRelu(ctx, X, *, alpha=0.01):
     """LeakyRelu: Y[i] = x < 0 ? alpha * x : x."""
     return elementwise(ctx, "leaky_relu",
-                       lambda x: _negative_branch(x, call("mul", alpha, x)), X)
+                       lambda x: negative_branch(x, call("mul", alpha, x)), X)
 
 
-@onnx_op("PRelu", 9, 16)
+@onnx_op("PRelu", 7, 9, 16)
 def PRelu(ctx, X, slope):
     """PRelu: Y[i] = x < 0 ? slope[bcast(i)] * x : x; slope broadcasts to X's shape
     (unidirectionally)."""
@@ -57,7 +57,7 @@ def PRelu(ctx, X, slope):
         s = Read(slope.name, broadcast_index(slope.shape, X.shape))
     except ValueError as e:
         raise ctx.shape_error(f"slope: {e}") from None
-    return elementwise(ctx, "prelu", lambda x: _negative_branch(x, call("mul", s, x)), X)
+    return elementwise(ctx, "prelu", lambda x: negative_branch(x, call("mul", s, x)), X)
 
 
 @onnx_op("ThresholdedRelu", 10, 22)
@@ -71,7 +71,7 @@ def ThresholdedRelu(ctx, X, *, alpha=1.0):
 def Elu(ctx, X, *, alpha=1.0):
     """Elu: Y[i] = x < 0 ? alpha * (e^x - 1) : x."""
     def build(x):
-        return _negative_branch(x, call("mul", alpha, call("sub", call("exp", x), 1.0)))
+        return negative_branch(x, call("mul", alpha, call("sub", call("exp", x), 1.0)))
     return elementwise(ctx, "elu", build, X)
 
 

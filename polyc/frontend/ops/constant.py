@@ -7,7 +7,7 @@ import numpy as np
 from polyc.frontend.ops.registry import onnx_op
 
 
-@onnx_op("Constant", 11, 12, 13, 19, 21, 23, 24, 25)
+@onnx_op("Constant", 1, 9, 11, 12, 13, 19, 21, 23, 24, 25)
 def Constant(ctx, *, value=None, value_float=None, value_floats=None, value_int=None,
              value_ints=None, value_string=None, value_strings=None, sparse_value=None):
     """Constant: no core op; returns the value (a numpy array) that becomes a constant.

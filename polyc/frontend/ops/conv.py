@@ -31,7 +31,7 @@ from polyc.frontend.ops.registry import onnx_op
 from polyc.frontend.ops.window import AUTO_PADS, Window, padded_read, spatial_attribute, window
 
 
-@onnx_op("Conv", 11, 22)
+@onnx_op("Conv", 1, 11, 22)
 def Conv(ctx, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
          kernel_shape=None, pads=None, strides=None):
     """Conv: Y[n, m, o..] = B[m] + sum_{c, k..} X[n, g*C/G + c, o*s + k*d - begin ..] * W[m, c, k..]
@@ -47,7 +47,7 @@ def Conv(ctx, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
     return _product(ctx, col, weights, B, groups, win.out)
 
 
-@onnx_op("ConvTranspose", 11, 22)
+@onnx_op("ConvTranspose", 1, 11, 22)
 def ConvTranspose(ctx, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
                   kernel_shape=None, output_padding=None, output_shape=None, pads=None,
                   strides=None):
@@ -63,7 +63,8 @@ def ConvTranspose(ctx, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group
     ``output_shape``; with ``auto_pad`` SAME_* the full size minus ``D*s``; either total
     is split with the odd one at the end for SAME_UPPER, else at the beginning; other
     pads come from ``pads`` (VALID: none). SAME_* never pads negatively (the output
-    keeps the full size when it is smaller than ``D*s``).
+    keeps the full size when it is smaller than ``D*s``). ConvTranspose-1 documents the
+    odd pad on the other side; onnxruntime splits it this way at every version.
     """
     groups = _check_shapes(ctx, X, W, B, group, kernel_shape, transposed=True)
     if auto_pad not in AUTO_PADS:

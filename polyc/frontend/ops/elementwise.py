@@ -115,7 +115,13 @@ _POW_SPECIAL = {
 
 @onnx_op("Pow", 7, 12, 13, 15)
 def Pow(ctx, X, Y):
-    """Pow: Z[i] = pow(X[bcast(i)], Y[bcast(i)]) (core ``pow``, libm ``powf``).
+    """Pow: Z[i] = pow(X[bcast(i)], Y[bcast(i)]) (core ``pow``, libm ``powf``; see
+    :func:`power`)."""
+    return elementwise(ctx, "pow", lambda x, y: power(ctx, x, y, Y), X, Y)
+
+
+def power(ctx, x, y, Y):
+    """``pow(x, y)``, ``y`` being a read of the exponent tensor ``Y``.
 
     A constant one-element exponent is inlined; 1, 2, 3, -1 and 0.5 become x, x*x,
     x*x*x, 1/x and sqrt. Exponents must be float32, except a one-element integer
@@ -123,12 +129,11 @@ def Pow(ctx, X, Y):
     """
     exponent = scalar_constant(ctx, Y)
     if exponent is not None:  # Y sets the broadcast shape only
-        special = _POW_SPECIAL.get(exponent, lambda x: call("pow", x, exponent))
-        return elementwise(ctx, "pow", lambda x, _: special(x), X, Y)
+        return _POW_SPECIAL.get(exponent, lambda x: call("pow", x, exponent))(x)
     if Y.dtype != "float32":
         raise ctx.unsupported(f"exponent of dtype {Y.dtype}: only float32 exponents (or a "
                               "one-element integer constant) are supported")
-    return _binary(ctx, "pow", X, Y)
+    return call("pow", x, y)
 
 
 @onnx_op("Reciprocal", 6, 13)
@@ -235,6 +240,16 @@ def Clip(ctx, input, min=None, max=None):
     """
     low = Const(-FLT_MAX) if min is None else _bound(ctx, min, "min")
     high = Const(FLT_MAX) if max is None else _bound(ctx, max, "max")
+    return _clip(ctx, input, low, high)
+
+
+@onnx_op("Clip", 6)
+def Clip_6(ctx, input, *, min=-FLT_MAX, max=FLT_MAX):
+    """Clip-6 (``min`` and ``max`` attributes): as Clip-11 with constant bounds."""
+    return _clip(ctx, input, Const(float(min)), Const(float(max)))
+
+
+def _clip(ctx, input, low, high):
     x = Read(input.name, identity_index(len(input.shape)))
     y = call("select", call("lt", x, low), low, x)
     return ctx.map(input.shape, call("select", call("gt", y, high), high, y), label="clip")
@@ -284,9 +299,19 @@ def _dropout(ctx, data):
     return data, ctx.map(data.shape, Const(1.0), label="dropout_mask")
 
 
-@onnx_op("Dropout", 10)
+@onnx_op("Dropout", 6)
+def Dropout_6(ctx, data, *, is_test=0, ratio=0.5):
+    """Dropout-6 (inference): output = data, mask = true, when ``is_test`` is set (else
+    the node asks for training-mode random dropout: refused)."""
+    if not is_test:
+        raise ctx.unsupported("is_test=0 (training-mode random dropout) is not supported; "
+                              "inference needs is_test=1")
+    return _dropout(ctx, data)
+
+
+@onnx_op("Dropout", 7, 10)
 def Dropout_10(ctx, data, *, ratio=0.5):
-    """Dropout-10 (inference): output = data, mask = true; ``ratio`` is ignored."""
+    """Dropout-7/10 (inference): output = data, mask = true; ``ratio`` is ignored."""
     return _dropout(ctx, data)
 
 
@@ -306,13 +331,13 @@ def Dropout(ctx, data, ratio=None, training_mode=None, *, seed=None):
 
 # -- logic: truth values are float32 1.0 / 0.0 -------------------------------------------
 
-@onnx_op("Equal", 11, 13, 19)
+@onnx_op("Equal", 7, 11, 13, 19)
 def Equal(ctx, A, B):
     """Equal: C[i] = A[bcast(i)] == B[bcast(i)] (1.0 / 0.0; NaN is unequal to all)."""
     return _binary(ctx, "eq", A, B)
 
 
-@onnx_op("Less", 9, 13)
+@onnx_op("Less", 7, 9, 13)
 def Less(ctx, A, B):
     """Less: C[i] = A[bcast(i)] < B[bcast(i)] (1.0 / 0.0; false with NaN)."""
     return _binary(ctx, "lt", A, B)
@@ -324,7 +349,7 @@ def LessOrEqual(ctx, A, B):
     return _binary(ctx, "le", A, B)
 
 
-@onnx_op("Greater", 9, 13)
+@onnx_op("Greater", 7, 9, 13)
 def Greater(ctx, A, B):
     """Greater: C[i] = A[bcast(i)] > B[bcast(i)] (1.0 / 0.0; false with NaN)."""
     return _binary(ctx, "gt", A, B)
@@ -403,7 +428,7 @@ def _cast(ctx, input, to: int):
                           "(polyc computes in float32)")
 
 
-@onnx_op("Cast", 9, 13, 19, 21, 23, 24, 25, 28)
+@onnx_op("Cast", 6, 9, 13, 19, 21, 23, 24, 25, 28)
 def Cast(ctx, input, *, to=None, saturate=1, round_mode="up"):
     """Cast from float32 or bool: to FLOAT, the input itself (a truth value is already
     1.0 / 0.0); to BOOL, Y[i] = X[i] != 0 (NaN is true). Other targets are unsupported.

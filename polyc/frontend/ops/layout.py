@@ -51,7 +51,7 @@ def _reshape_dims(ctx, in_shape, requested, allowzero: bool) -> tuple[int, ...]:
     return tuple(dims)
 
 
-@onnx_op("Flatten", 11, 13, 21, 23, 24, 25)
+@onnx_op("Flatten", 1, 9, 11, 13, 21, 23, 24, 25)
 def Flatten(ctx, input, *, axis=1):
     """Flatten: View(reshape) of input to (prod(dims[:axis]), prod(dims[axis:]))."""
     rank = len(input.shape)
@@ -100,9 +100,9 @@ def _squeeze(ctx, data, axes):
     return ctx.view(data, dims, label="squeeze")
 
 
-@onnx_op("Squeeze", 11)
+@onnx_op("Squeeze", 1, 11)
 def Squeeze_11(ctx, data, *, axes=None):
-    """Squeeze-11 (axes attribute): View(reshape) of data without the size-1 ``axes``
+    """Squeeze-1/11 (axes attribute): View(reshape) of data without the size-1 ``axes``
     (without axes: every size-1 dim)."""
     return _squeeze(ctx, data, axes)
 
@@ -122,9 +122,9 @@ def _unsqueeze(ctx, data, axes):
     return ctx.view(data, dims, label="unsqueeze")
 
 
-@onnx_op("Unsqueeze", 11)
+@onnx_op("Unsqueeze", 1, 11)
 def Unsqueeze_11(ctx, data, *, axes):
-    """Unsqueeze-11 (axes attribute): View(reshape) of data with size-1 dims inserted at
+    """Unsqueeze-1/11 (axes attribute): View(reshape) of data with size-1 dims inserted at
     ``axes`` (axes of the output)."""
     return _unsqueeze(ctx, data, axes)
 
@@ -156,7 +156,7 @@ def _rearranged(ctx, input, split, perm, out_shape, label: str):
     return ctx.view(moved, out_shape, label=label)
 
 
-@onnx_op("DepthToSpace", 11, 13, 28)
+@onnx_op("DepthToSpace", 1, 11, 13, 28)
 def DepthToSpace(ctx, input, *, blocksize, mode="DCR"):
     """DepthToSpace: three Views, as in the ONNX definition (s = blocksize):
     DCR: reshape (b, s, s, c/s^2, h, w), transpose (0, 3, 4, 1, 5, 2);

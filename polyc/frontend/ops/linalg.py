@@ -66,6 +66,18 @@ def Gemm(ctx, A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
                       combiner="add", expr=expr, label="gemm")
 
 
+@onnx_op("Gemm", 6)
+def Gemm_6(ctx, A, B, C, *, alpha=1.0, beta=1.0, broadcast=0, transA=0, transB=0):
+    """Gemm-6: as Gemm-7, except that C broadcasts to Y only with ``broadcast=1`` (else
+    it has Y's shape)."""
+    if not broadcast and len(A.shape) == len(B.shape) == 2:
+        out_shape = (A.shape[1] if transA else A.shape[0], B.shape[0] if transB else B.shape[1])
+        if C.shape != out_shape:
+            raise ctx.shape_error(f"C {list(C.shape)} must have Y's shape {list(out_shape)} "
+                                  "without broadcast=1")
+    return Gemm(ctx, A, B, C, alpha=alpha, beta=beta, transA=transA, transB=transB)
+
+
 def _gemm_init(ctx, C, beta: float, out_shape: tuple[int, int]):
     """beta * C[bcast(i, j)], C itself when beta == 1, or 0.0 without C."""
     if C is None:

@@ -27,6 +27,43 @@ def BatchNormalization(ctx, X, scale, B, input_mean, input_var, *, epsilon=1e-5,
                        Read(factor.name, (Ix.var(1),)), B, label="batch_norm")
 
 
+@onnx_op("BatchNormalization", 7)
+def BatchNormalization_7(ctx, X, scale, B, mean, var, *, epsilon=1e-5, momentum=0.9,
+                         spatial=1):
+    """BatchNormalization-7 (inference): with ``spatial=1`` as BatchNormalization-9; with
+    ``spatial=0`` scale, B, mean and var have X's shape without the batch dim, one value
+    per element: Y[n, i..] = (X[n, i..] - mean[i..]) * f[i..] + B[i..] with the Map
+    ``f = scale / sqrt(var + epsilon)``."""
+    if spatial:
+        return BatchNormalization(ctx, X, scale, B, mean, var, epsilon=epsilon)
+    rank = len(X.shape)
+    for role, tensor in (("scale", scale), ("B", B), ("mean", mean), ("var", var)):
+        if rank < 2 or tensor.shape != X.shape[1:]:
+            raise ctx.shape_error(f"{role} {list(tensor.shape)} must have X's shape without "
+                                  f"the batch dim, {list(X.shape[1:])}, with spatial=0")
+    ident = identity_index(rank - 1)
+    root = Call("sqrt", (Call("add", (Read(var.name, ident), Const(float(epsilon)))),))
+    factor = ctx.map(scale.shape, Call("div", (Read(scale.name, ident), root)),
+                     label="batch_norm_factor")
+    per_element = identity_index(rank)[1:]
+    centered = Call("sub", (Read(X.name, identity_index(rank)), Read(mean.name, per_element)))
+    value = Call("add", (Call("mul", (centered, Read(factor.name, per_element))),
+                         Read(B.name, per_element)))
+    return ctx.map(X.shape, value, label="batch_norm")
+
+
+@onnx_op("BatchNormalization", 6)
+def BatchNormalization_6(ctx, X, scale, B, mean, var, *, epsilon=1e-5, is_test=0,
+                         momentum=0.9, spatial=1):
+    """BatchNormalization-6: as BatchNormalization-7 when ``is_test`` is set (inference);
+    ``is_test=0`` (training: batch statistics) is not supported."""
+    if not is_test:
+        raise ctx.unsupported("is_test=0 (training mode, batch statistics) is not "
+                              "supported; inference needs is_test=1")
+    return BatchNormalization_7(ctx, X, scale, B, mean, var, epsilon=epsilon,
+                                spatial=spatial)
+
+
 @onnx_op("InstanceNormalization", 6, 22)
 def InstanceNormalization(ctx, input, scale, B, *, epsilon=1e-5):
     """InstanceNormalization: per (n, c) over the spatial dims, ``mean`` and ``var`` (the

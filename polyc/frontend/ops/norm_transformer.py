@@ -63,9 +63,9 @@ def _log_softmax(ctx, x, axes: tuple[int, ...]):
     return ctx.map(x.shape, Call("sub", (shifted, log_s)), label="logsoftmax")
 
 
-@onnx_op("Softmax", 11)
+@onnx_op("Softmax", 1, 11)
 def Softmax_11(ctx, input, *, axis=1):
-    """Softmax-11: softmax over all dims from ``axis`` (the 2-D coercion).
+    """Softmax-1/11: softmax over all dims from ``axis`` (the 2-D coercion).
 
     Lowers to Reduce max, Map exp(x - max), Reduce add, Map div.
     """
@@ -82,9 +82,9 @@ def Softmax(ctx, input, *, axis=-1):
     return _softmax(ctx, input, (_axis(ctx, axis, len(input.shape)),))
 
 
-@onnx_op("LogSoftmax", 11)
+@onnx_op("LogSoftmax", 1, 11)
 def LogSoftmax_11(ctx, input, *, axis=1):
-    """LogSoftmax-11: log-softmax over all dims from ``axis`` (the 2-D coercion).
+    """LogSoftmax-1/11: log-softmax over all dims from ``axis`` (the 2-D coercion).
 
     Lowers to Reduce max, Reduce add of exp(x - max), Map (x - max) - log(sum).
     """
@@ -140,9 +140,9 @@ def _hardmax(ctx, x, axis: int):
                    label="hardmax")
 
 
-@onnx_op("Hardmax", 11)
+@onnx_op("Hardmax", 1, 11)
 def Hardmax_11(ctx, input, *, axis=1):
-    """Hardmax-11: 1.0 at the first maximum of each row of the 2-D coercion at ``axis``.
+    """Hardmax-1/11: 1.0 at the first maximum of each row of the 2-D coercion at ``axis``.
 
     The input is seen as (outer, inner) through a reshape View, lowered as Hardmax-13
     over axis 1 (Reduce max, Reduce min of the positions of the maximum, Map), and seen

@@ -20,21 +20,23 @@ from polyc.frontend.ops.window import Window, window
 NEG_INF = float("-inf")
 
 
-@onnx_op("MaxPool", 11, 12, 22)
+@onnx_op("MaxPool", 1, 8, 10, 11, 12, 22)
 def MaxPool(ctx, X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None,
             pads=None, storage_order=0, strides=None):
     """MaxPool: Y[n, c, o..] = max_k X[n, c, o*s + k*d - begin ..] (-inf in the padding),
-    one Reduce max per spatial dim. The Indices output is not supported;
-    ``storage_order`` only concerns it."""
+    one Reduce max per spatial dim. The Indices output (since version 8) is not
+    supported; ``storage_order`` only concerns it. ``ceil_mode`` and ``dilations`` exist
+    since version 10."""
     win = _window(ctx, X, kernel_shape, strides=strides, dilations=dilations, pads=pads,
                   auto_pad=auto_pad, ceil_mode=ceil_mode)
     return _pool(ctx, X, win, "max", NEG_INF, "max_pool")
 
 
-@onnx_op("AveragePool", 11)
+@onnx_op("AveragePool", 1, 7, 10, 11)
 def AveragePool_11(ctx, X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0,
                    kernel_shape=None, pads=None, strides=None):
-    """AveragePool-11 (no dilations): see :func:`AveragePool`."""
+    """AveragePool-1..11 (no dilations; ``count_include_pad`` since 7, ``ceil_mode``
+    since 10): see :func:`AveragePool`."""
     return AveragePool(ctx, X, auto_pad=auto_pad, ceil_mode=ceil_mode,
                        count_include_pad=count_include_pad, kernel_shape=kernel_shape,
                        pads=pads, strides=strides)
@@ -70,9 +72,9 @@ def AveragePool(ctx, X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0,
     return ctx.map(total.shape, Call("div", (value, denominator)), label="average_pool_div")
 
 
-@onnx_op("LpPool", 11)
+@onnx_op("LpPool", 2, 11)
 def LpPool_11(ctx, X, *, auto_pad="NOTSET", kernel_shape=None, p=2, pads=None, strides=None):
-    """LpPool-11 (no ceil_mode, no dilations): see :func:`LpPool`."""
+    """LpPool-2/11 (no ceil_mode, no dilations): see :func:`LpPool`."""
     return LpPool(ctx, X, auto_pad=auto_pad, kernel_shape=kernel_shape, p=p, pads=pads,
                   strides=strides)
 

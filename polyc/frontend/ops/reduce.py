@@ -135,9 +135,9 @@ def _input_form(ctx, op, data, axes, keepdims, noop_with_empty_axes):
     return _kind(ctx, op, data, axes, keepdims)
 
 
-@onnx_op("ReduceSum", 11)
+@onnx_op("ReduceSum", 1, 11)
 def ReduceSum_11(ctx, data, *, axes=None, keepdims=1):
-    """ReduceSum-11 (axes attribute): Reduce add over axes, init 0."""
+    """ReduceSum-1/11 (axes attribute): Reduce add over axes, init 0."""
     return _attr_form(ctx, "ReduceSum", data, axes, keepdims)
 
 
@@ -147,9 +147,9 @@ def ReduceSum(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     return _input_form(ctx, "ReduceSum", data, axes, keepdims, noop_with_empty_axes)
 
 
-@onnx_op("ReduceMean", 11, 13)
+@onnx_op("ReduceMean", 1, 11, 13)
 def ReduceMean_11(ctx, data, *, axes=None, keepdims=1):
-    """ReduceMean-11/13 (axes attribute): Reduce add, then Map dividing by the count."""
+    """ReduceMean-1..13 (axes attribute): Reduce add, then Map dividing by the count."""
     return mean_over(ctx, data, _axes(ctx, data, axes, 0), keepdims)
 
 
@@ -160,9 +160,9 @@ def ReduceMean(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
                  keepdims)
 
 
-@onnx_op("ReduceMax", 11, 12, 13)
+@onnx_op("ReduceMax", 1, 11, 12, 13)
 def ReduceMax_11(ctx, data, *, axes=None, keepdims=1):
-    """ReduceMax-11..13 (axes attribute): Reduce max over axes, init -inf."""
+    """ReduceMax-1..13 (axes attribute): Reduce max over axes, init -inf."""
     return _attr_form(ctx, "ReduceMax", data, axes, keepdims)
 
 
@@ -172,9 +172,9 @@ def ReduceMax(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     return _input_form(ctx, "ReduceMax", data, axes, keepdims, noop_with_empty_axes)
 
 
-@onnx_op("ReduceMin", 11, 12, 13)
+@onnx_op("ReduceMin", 1, 11, 12, 13)
 def ReduceMin_11(ctx, data, *, axes=None, keepdims=1):
-    """ReduceMin-11..13 (axes attribute): Reduce min over axes, init +inf."""
+    """ReduceMin-1..13 (axes attribute): Reduce min over axes, init +inf."""
     return _attr_form(ctx, "ReduceMin", data, axes, keepdims)
 
 
@@ -184,9 +184,9 @@ def ReduceMin(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     return _input_form(ctx, "ReduceMin", data, axes, keepdims, noop_with_empty_axes)
 
 
-@onnx_op("ReduceProd", 11, 13)
+@onnx_op("ReduceProd", 1, 11, 13)
 def ReduceProd_11(ctx, data, *, axes=None, keepdims=1):
-    """ReduceProd-11/13 (axes attribute): Reduce mul over axes, init 1."""
+    """ReduceProd-1..13 (axes attribute): Reduce mul over axes, init 1."""
     return _attr_form(ctx, "ReduceProd", data, axes, keepdims)
 
 
@@ -196,9 +196,9 @@ def ReduceProd(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     return _input_form(ctx, "ReduceProd", data, axes, keepdims, noop_with_empty_axes)
 
 
-@onnx_op("ReduceL1", 11, 13)
+@onnx_op("ReduceL1", 1, 11, 13)
 def ReduceL1_11(ctx, data, *, axes=None, keepdims=1):
-    """ReduceL1-11/13 (axes attribute): Reduce add of |x| over axes."""
+    """ReduceL1-1..13 (axes attribute): Reduce add of |x| over axes."""
     return _attr_form(ctx, "ReduceL1", data, axes, keepdims)
 
 
@@ -208,9 +208,9 @@ def ReduceL1(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     return _input_form(ctx, "ReduceL1", data, axes, keepdims, noop_with_empty_axes)
 
 
-@onnx_op("ReduceL2", 11, 13)
+@onnx_op("ReduceL2", 1, 11, 13)
 def ReduceL2_11(ctx, data, *, axes=None, keepdims=1):
-    """ReduceL2-11/13 (axes attribute): Reduce add of x * x, then Map sqrt."""
+    """ReduceL2-1..13 (axes attribute): Reduce add of x * x, then Map sqrt."""
     return _attr_form(ctx, "ReduceL2", data, axes, keepdims)
 
 
@@ -220,9 +220,9 @@ def ReduceL2(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     return _input_form(ctx, "ReduceL2", data, axes, keepdims, noop_with_empty_axes)
 
 
-@onnx_op("ReduceSumSquare", 11, 13)
+@onnx_op("ReduceSumSquare", 1, 11, 13)
 def ReduceSumSquare_11(ctx, data, *, axes=None, keepdims=1):
-    """ReduceSumSquare-11/13 (axes attribute): Reduce add of x * x."""
+    """ReduceSumSquare-1..13 (axes attribute): Reduce add of x * x."""
     return _attr_form(ctx, "ReduceSumSquare", data, axes, keepdims)
 
 
@@ -232,9 +232,9 @@ def ReduceSumSquare(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0)
     return _input_form(ctx, "ReduceSumSquare", data, axes, keepdims, noop_with_empty_axes)
 
 
-@onnx_op("ReduceLogSum", 11, 13)
+@onnx_op("ReduceLogSum", 1, 11, 13)
 def ReduceLogSum_11(ctx, data, *, axes=None, keepdims=1):
-    """ReduceLogSum-11/13 (axes attribute): Reduce add, then Map log."""
+    """ReduceLogSum-1..13 (axes attribute): Reduce add, then Map log."""
     return _attr_form(ctx, "ReduceLogSum", data, axes, keepdims)
 
 
@@ -244,9 +244,9 @@ def ReduceLogSum(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     return _input_form(ctx, "ReduceLogSum", data, axes, keepdims, noop_with_empty_axes)
 
 
-@onnx_op("ReduceLogSumExp", 11, 13)
+@onnx_op("ReduceLogSumExp", 1, 11, 13)
 def ReduceLogSumExp_11(ctx, data, *, axes=None, keepdims=1):
-    """ReduceLogSumExp-11/13 (axes attribute): Reduce max m, Map c = m if finite else 0,
+    """ReduceLogSumExp-1..13 (axes attribute): Reduce max m, Map c = m if finite else 0,
     Reduce add of exp(x - c), Map log(sum) + c."""
     return _log_sum_exp(ctx, data, _axes(ctx, data, axes, 0), keepdims)
 
@@ -259,14 +259,14 @@ def ReduceLogSumExp(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0)
     return _log_sum_exp(ctx, data, axes, keepdims)
 
 
-@onnx_op("ArgMax", 11, 12, 13)
+@onnx_op("ArgMax", 1, 11, 12, 13)
 def ArgMax(ctx, data, *, axis=0, keepdims=1, select_last_index=0):
     """ArgMax: refused (its output is an int64 tensor)."""
     raise ctx.unsupported("the output is an int64 index tensor; integer tensors are not "
                           "supported yet")
 
 
-@onnx_op("ArgMin", 11, 12, 13)
+@onnx_op("ArgMin", 1, 11, 12, 13)
 def ArgMin(ctx, data, *, axis=0, keepdims=1, select_last_index=0):
     """ArgMin: refused (its output is an int64 tensor)."""
     raise ctx.unsupported("the output is an int64 index tensor; integer tensors are not "

@@ -41,17 +41,31 @@ def _along(rank: int, axis: int, offset: int, step: int = 1) -> tuple[Ix, ...]:
 
 # -- Slice --------------------------------------------------------------------------
 
-@onnx_op("Slice", 11, 13)
+@onnx_op("Slice", 10, 11, 13)
 def Slice(ctx, data, starts, ends, axes=None, steps=None):
-    """Slice: Map out[i] = data[.., start_a + step_a * i_a, ..] over the sliced shape.
+    """Slice-10..13 (inputs): Map out[i] = data[.., start_a + step_a * i_a, ..] over the
+    sliced shape.
 
     ``starts``, ``ends``, ``axes`` and ``steps`` must be constants; starts and ends are
     clamped as numpy (and ONNX) do, for positive and negative steps.
     """
-    rank = len(data.shape)
     starts, ends = ctx.int_values(starts, "starts"), ctx.int_values(ends, "ends")
-    axes = range(len(starts)) if axes is None else ctx.int_values(axes, "axes")
-    steps = (1,) * len(starts) if steps is None else ctx.int_values(steps, "steps")
+    return _slice(ctx, data, starts, ends,
+                  None if axes is None else ctx.int_values(axes, "axes"),
+                  None if steps is None else ctx.int_values(steps, "steps"))
+
+
+@onnx_op("Slice", 1)
+def Slice_1(ctx, data, *, starts, ends, axes=None):
+    """Slice-1 (``starts``, ``ends`` and ``axes`` attributes, step 1): as Slice-10."""
+    return _slice(ctx, data, tuple(starts), tuple(ends), axes, None)
+
+
+def _slice(ctx, data, starts, ends, axes, steps):
+    """The Map reading the slice of ``data`` (a View when it is all of data)."""
+    rank = len(data.shape)
+    axes = range(len(starts)) if axes is None else axes
+    steps = (1,) * len(starts) if steps is None else steps
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise ctx.shape_error(f"starts {list(starts)}, ends {list(ends)}, axes "
                               f"{list(axes)} and steps {list(steps)} differ in length")
@@ -86,7 +100,7 @@ def _split(ctx, input, axis: int, sizes):
 
 
 def _equal_parts(ctx, input, axis: int) -> list[int]:
-    """Split-11/13 without sizes: as many equal parts as the node has outputs."""
+    """Split-2..13 without sizes: as many equal parts as the node has outputs."""
     total = input.shape[_axis(ctx, axis, len(input.shape))]
     if total % ctx.n_outputs:
         raise ctx.shape_error(f"axis {axis} of size {total} does not split into "
@@ -94,9 +108,9 @@ def _equal_parts(ctx, input, axis: int) -> list[int]:
     return [total // ctx.n_outputs] * ctx.n_outputs
 
 
-@onnx_op("Split", 11)
+@onnx_op("Split", 2, 11)
 def Split_11(ctx, input, *, axis=0, split=None):
-    """Split-11 (``split`` attribute, or equal parts): one Map per output reading its part."""
+    """Split-2/11 (``split`` attribute, or equal parts): one Map per output reading its part."""
     return _split(ctx, input, axis, _equal_parts(ctx, input, axis) if split is None else split)
 
 
@@ -149,7 +163,7 @@ def concat(ctx, parts, axis: int, label: str):
     return ctx.map(dims, expr, label=label)
 
 
-@onnx_op("Concat", 11, 13)
+@onnx_op("Concat", 4, 11, 13)
 def Concat(ctx, *inputs, axis):
     """Concat: one Map summing the inputs read along ``axis`` at their offsets, each read
     with fill -0.0 outside its part (see :func:`concat`)."""
@@ -184,11 +198,14 @@ def _pad_widths(ctx, data, pads, axes):
 
 
 def _pad(ctx, data, pads, constant_value, axes, mode: str):
-    """Map out[i] = data[i - before] read with ``outside`` = fill / edge / reflect."""
+    """Map out[i] = data[i - before] read with ``outside`` = fill / edge / reflect.
+
+    ``pads`` and ``axes`` (or None) are ints; ``constant_value`` is None (0), a float or a
+    scalar tensor.
+    """
     if mode not in _PAD_MODES:
         raise ctx.unsupported(f"mode={mode!r} (constant, reflect and edge are supported)")
-    before, after = _pad_widths(ctx, data, ctx.int_values(pads, "pads"),
-                                None if axes is None else ctx.int_values(axes, "axes"))
+    before, after = _pad_widths(ctx, data, pads, axes)
     dims = [d + b + a for d, b, a in zip(data.shape, before, after)]
     if any(d < 0 for d in dims):
         raise ctx.shape_error(f"pads {before + after} crop more than {list(data.shape)}")
@@ -200,8 +217,9 @@ def _pad(ctx, data, pads, constant_value, axes, mode: str):
     if mode != "constant":
         _check_border(ctx, data.shape, before, after, padded, mode)
         return ctx.map(dims, Read(data.name, index, _PAD_MODES[mode]), label="pad")
-    if constant_value is None:
-        return ctx.map(dims, Read(data.name, index, "fill", 0.0), label="pad")
+    if constant_value is None or isinstance(constant_value, float):
+        fill = 0.0 if constant_value is None else constant_value
+        return ctx.map(dims, Read(data.name, index, "fill", fill), label="pad")
     return ctx.map(dims, _fill_with(ctx, data, index, padded, constant_value), label="pad")
 
 
@@ -232,19 +250,26 @@ def _fill_with(ctx, data, index, padded, constant_value):
     return Call("select", (inside, Read(data.name, index, "fill", 0.0), value))
 
 
+@onnx_op("Pad", 2)
+def Pad_2(ctx, data, *, pads, mode="constant", value=0.0):
+    """Pad-2 (``pads`` and ``value`` attributes): as Pad-11, the fill being ``value``."""
+    return _pad(ctx, data, tuple(pads), float(value), None, mode)
+
+
 @onnx_op("Pad", 11, 13)
 def Pad_11(ctx, data, pads, constant_value=None, *, mode="constant"):
     """Pad-11/13: Map out[i] = data[i - pads_begin] read with fill (constant_value, 0 by
     default), edge or reflect outside data; negative pads crop. ``pads`` must be a
     constant; a given ``constant_value`` is read at run time where a read leaves data."""
-    return _pad(ctx, data, pads, constant_value, None, mode)
+    return _pad(ctx, data, ctx.int_values(pads, "pads"), constant_value, None, mode)
 
 
 @onnx_op("Pad", 18, 19, 21, 23, 24, 25)
 def Pad(ctx, data, pads, constant_value=None, axes=None, *, mode="constant"):
     """Pad-18 on (pads over the optional ``axes``): as Pad-11; ``wrap`` (opset 19) is not
     supported."""
-    return _pad(ctx, data, pads, constant_value, axes, mode)
+    return _pad(ctx, data, ctx.int_values(pads, "pads"), constant_value,
+                None if axes is None else ctx.int_values(axes, "axes"), mode)
 
 
 # -- Gather -------------------------------------------------------------------------
@@ -277,7 +302,7 @@ def _runs(flat) -> list[tuple[int, int, int]]:
     return runs
 
 
-@onnx_op("Gather", 11, 13)
+@onnx_op("Gather", 1, 11, 13)
 def Gather(ctx, data, indices, *, axis=0):
     """Gather with constant ``indices``: out[a.., k.., b..] = data[a.., idx[k..], b..].
 
