@@ -8,6 +8,7 @@ affine accesses). The user node is annotated with an id naming its :class:`Insta
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import islpy as isl
@@ -15,6 +16,24 @@ import islpy as isl
 from polyc.errors import CodegenError
 from polyc.islutil import flat_offset
 from polyc.scop.model import Scop, Statement
+
+
+def children(node: isl.AstNode) -> Iterator[isl.AstNode]:
+    """The AST nodes directly below ``node`` (a loop's body, both branches of an if, a
+    block's statements, a mark's node); none below a user node."""
+    kinds = isl.ast_node_type
+    kind = node.get_type()
+    if kind == kinds.for_:
+        yield node.for_get_body()
+    elif kind == kinds.mark:
+        yield node.mark_get_node()
+    elif kind == kinds.if_:
+        yield node.if_get_then_node()
+        if node.if_has_else_node():
+            yield node.if_get_else_node()
+    elif kind == kinds.block:
+        nodes = node.block_get_children()
+        yield from (nodes.get_at(k) for k in range(nodes.n_ast_node()))
 
 
 @dataclass(frozen=True)

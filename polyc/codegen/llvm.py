@@ -16,7 +16,7 @@ import numpy as np
 from llvmlite import ir
 
 from polyc.codegen import parallel, vector
-from polyc.codegen.ast import LoopProgram
+from polyc.codegen.ast import LoopProgram, children
 from polyc.codegen.exprs import F32, FAST, FLOAT_FUNCTIONS, I1, I64, fconst, int_expr
 from polyc.codegen.layout import ALIGN, BufferPlan
 from polyc.errors import CodegenError
@@ -109,13 +109,7 @@ def _emit_part(module: ir.Module, kernel: _LoopEmitter, node: isl.AstNode,
     arrays = parallel.arrays_in(node, program)
     if not arrays:
         return
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * len(arrays)),
-                     name=module.get_unique_name("polyc_kernel.part"))
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")  # inlined back, the kernel would be one huge function
-    for arg, name in zip(fn.args, arrays):
-        arg.name = name
-        arg.add_attribute("noalias")
+    fn = parallel.noalias_function(module, "polyc_kernel.part", arrays)
     emitter = _LoopEmitter(fn, dict(zip(arrays, fn.args)), program, params, threads=threads)
     emitter.node(node)
     emitter.builder.ret_void()
@@ -135,19 +129,9 @@ def loop_hints(module: ir.Module) -> ir.MDValue:
 
 
 def _contains_loop(node: isl.AstNode) -> bool:
-    kinds = isl.ast_node_type
-    kind = node.get_type()
-    if kind == kinds.for_:
-        return True
-    if kind == kinds.block:
-        children = node.block_get_children()
-        return any(_contains_loop(children.get_at(k)) for k in range(children.n_ast_node()))
-    if kind == kinds.if_:
-        return _contains_loop(node.if_get_then_node()) or (
-            node.if_has_else_node() and _contains_loop(node.if_get_else_node()))
-    if kind == kinds.mark:
-        return _contains_loop(node.mark_get_node())
-    return False
+    """Whether ``node`` is a loop or has one below it."""
+    return node.get_type() == isl.ast_node_type.for_ or any(
+        _contains_loop(child) for child in children(node))
 
 
 class _LoopEmitter:

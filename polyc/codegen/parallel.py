@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import islpy as isl
 from llvmlite import ir
 
-from polyc.codegen.ast import LoopProgram
+from polyc.codegen.ast import LoopProgram, children
 from polyc.codegen.exprs import I64
 from polyc.codegen.vector import linear
 
@@ -99,38 +99,34 @@ def arrays_in(node: isl.AstNode, program: LoopProgram) -> tuple[str, ...]:
 
 
 def _users(node: isl.AstNode) -> Iterator[isl.AstNode]:
-    kinds = isl.ast_node_type
-    kind = node.get_type()
-    if kind == kinds.user:
+    if node.get_type() == isl.ast_node_type.user:
         yield node
-    elif kind == kinds.for_:
-        yield from _users(node.for_get_body())
-    elif kind == kinds.mark:
-        yield from _users(node.mark_get_node())
-    elif kind == kinds.if_:
-        yield from _users(node.if_get_then_node())
-        if node.if_has_else_node():
-            yield from _users(node.if_get_else_node())
-    elif kind == kinds.block:
-        children = node.block_get_children()
-        for k in range(children.n_ast_node()):
-            yield from _users(children.get_at(k))
+    for child in children(node):
+        yield from _users(child)
+
+
+def noalias_function(module: ir.Module, name: str, arrays: Sequence[str],
+                     integers: Sequence[str] = ()) -> ir.Function:
+    """``void name(ptr noalias arrays.., i64 integers..)``: internal and never inlined
+    (one copy of a loop body, or a nest kept out of one huge kernel function)."""
+    params = [PTR] * len(arrays) + [I64] * len(integers)
+    fn = ir.Function(module, ir.FunctionType(VOID, params), name=module.get_unique_name(name))
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    for arg, arg_name in zip(fn.args, [*arrays, *integers]):
+        arg.name = arg_name
+    for arg in fn.args[:len(arrays)]:
+        arg.add_attribute("noalias")
+    return fn
 
 
 def body_function(module: ir.Module, name: str, arrays: Sequence[str],
                   outer: Sequence[str], iterator: str) -> ir.Function:
     """``void name(ptr noalias arrays.., i64 outer.., i64 lo, i64 hi)``, to be filled
-    with the loop from ``lo`` to ``hi`` (inclusive)."""
-    params = [PTR] * len(arrays) + [I64] * (len(outer) + 2)
-    fn = ir.Function(module, ir.FunctionType(VOID, params), name=module.get_unique_name(name))
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")  # one copy, called from the region and the serial path
-    names = [*arrays, *outer, f"{iterator}.lo", f"{iterator}.hi"]
-    for arg, arg_name in zip(fn.args, names):
-        arg.name = arg_name
-    for arg in fn.args[:len(arrays)]:
-        arg.add_attribute("noalias")
-    return fn
+    with the loop from ``lo`` to ``hi`` (inclusive); called from the region and the
+    serial path."""
+    return noalias_function(module, name, arrays,
+                            [*outer, f"{iterator}.lo", f"{iterator}.hi"])
 
 
 def within(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, init: ir.Value, last: ir.Value

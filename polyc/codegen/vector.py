@@ -85,16 +85,10 @@ def lanes(node: isl.AstNode, offsets) -> Lanes | None:
     body = node.for_get_body()
     if body.get_type() != isl.ast_node_type.user:
         return None
-    iterator = node.for_get_iterator().id_get_id().get_name()
-    inc, cond = linear(node.for_get_inc()), node.for_get_cond()
-    if inc != {"": 1} or cond.get_type() != isl.ast_expr_type.op:
+    loop = unit_loop(node)
+    if loop is None:
         return None
-    if cond.op_get_type() not in (op.le, op.lt) or linear(cond.op_get_arg(0)) != {iterator: 1}:
-        return None
-    bound = cond.op_get_arg(1)
-    if cond.op_get_type() == op.lt:
-        bound = bound.sub(isl.AstExpr.from_val(isl.Val.one(bound.get_ctx())))
-    init = node.for_get_init()
+    iterator, init, bound = loop
     span = _difference(bound, init)
     if span is not None and not 0 <= span < LANES:
         return None
@@ -110,20 +104,26 @@ def lanes(node: isl.AstNode, offsets) -> Lanes | None:
     return Lanes(iterator, init, bound, span == LANES - 1, body, tuple(strides))
 
 
-def trip_count(node: isl.AstNode) -> int | None:
-    """The number of iterations of a unit-step ``for`` node, when it is a constant."""
+def unit_loop(node: isl.AstNode) -> tuple[str, isl.AstExpr, isl.AstExpr] | None:
+    """``(iterator, init, bound)`` of a ``for`` node with step 1 and the condition
+    ``iterator <= bound`` (or ``< bound + 1``), else None."""
+    iterator = node.for_get_iterator().id_get_id().get_name()
     cond = node.for_get_cond()
     if linear(node.for_get_inc()) != {"": 1} or cond.get_type() != isl.ast_expr_type.op:
         return None
-    if cond.op_get_type() not in (op.le, op.lt):
+    if cond.op_get_type() not in (op.le, op.lt) or linear(cond.op_get_arg(0)) != {iterator: 1}:
         return None
-    iterator = node.for_get_iterator().id_get_id().get_name()
-    if linear(cond.op_get_arg(0)) != {iterator: 1}:
-        return None
-    span = _difference(cond.op_get_arg(1), node.for_get_init())
-    if span is None:
-        return None
-    return span + (1 if cond.op_get_type() == op.le else 0)
+    bound = cond.op_get_arg(1)
+    if cond.op_get_type() == op.lt:
+        bound = bound.sub(isl.AstExpr.from_val(isl.Val.one(bound.get_ctx())))
+    return iterator, node.for_get_init(), bound
+
+
+def trip_count(node: isl.AstNode) -> int | None:
+    """The number of iterations of a unit-step ``for`` node, when it is a constant."""
+    loop = unit_loop(node)
+    span = None if loop is None else _difference(loop[2], loop[1])
+    return None if span is None else span + 1
 
 
 def _difference(x: isl.AstExpr, y: isl.AstExpr) -> int | None:
