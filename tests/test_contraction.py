@@ -275,3 +275,57 @@ def test_blocking_per_statement():
                                rtol=RTOL, atol=1e-4)
     with pytest.raises(PolycError, match="blocking names 'third'"):
         polyc.compile(model, blocking={"third": SMALL})
+
+
+def weight_model(m, k, n, *, trans_b=0, batch=()):
+    """a @ w with a constant weight ``w`` (Gemm when ``trans_b``, which needs no batch)."""
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
+    node = (helper.make_node("Gemm", ["a", "w"], ["y"], transB=1) if trans_b
+            else helper.make_node("MatMul", ["a", "w"], ["y"]))
+    return make_model([node], [("a", [*batch, m, k])], ["y"], initializers=[("w", w)])
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_a_constant_operand_is_packed_at_compile_time(trans_b):
+    model = weight_model(37, 29, 70, trans_b=trans_b)
+    inputs = random_inputs(model, seed=12)
+    compiled = polyc.compile(model, blocking=SMALL)
+    assert contraction_notes(compiled)[0].startswith(
+        "tiling: contraction S1_gemm_update: w packed into w_packed at compile time"
+        if trans_b else
+        "tiling: contraction S1_matmul_update: w packed into w_packed at compile time")
+    scop = compiled.compilation.scop
+    assert not any(s.name.endswith("_pack") for s in scop.statements)  # no copy at run time
+    names = {a.name: a for a in scop.arrays}
+    assert "w" not in names and names["w_packed"].kind == "constant"
+    packed = scop.constants["w_packed"]
+    assert packed.shape == (3, 29, 32)  # panels of 32 columns, k, lanes
+    w = run_onnxruntime(model, {"a": np.eye(37, 29, dtype=np.float32)})["y"][:29]
+    np.testing.assert_array_equal(packed[2, :, 6:], 0)  # past column 70: zeros
+    np.testing.assert_array_equal(packed[1], w[:, 32:64])
+    untiled = polyc.compile(model, tile=False, fast_math=False).run(inputs)["y"]
+    exact = polyc.compile(model, blocking=SMALL, fast_math=False).run(inputs)["y"]
+    np.testing.assert_array_equal(exact, untiled)
+    expected = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
+
+
+def test_a_constant_shared_by_a_batch_is_packed_at_run_time():
+    """Packing it at compile time would store one copy per batch element."""
+    model = weight_model(13, 7, 40, batch=(2, 3))
+    inputs = random_inputs(model, seed=13)
+    compiled = polyc.compile(model, blocking=SMALL)
+    assert "by S1_matmul_update_pack" in contraction_notes(compiled)[0]
+    expected = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
+
+
+def test_a_constant_packed_at_compile_time_in_an_ahead_of_time_artifact(tmp_path):
+    model = weight_model(37, 29, 70)
+    inputs = random_inputs(model, seed=14)
+    compiled = polyc.compile(model, blocking=SMALL)
+    compiled.save(tmp_path / "w.so")
+    loaded = polyc.load(tmp_path / "w.so")
+    assert loaded.manifest["scratch_bytes"] < 29 * 96 * 4  # no panels in scratch
+    np.testing.assert_array_equal(loaded.run(inputs)["y"], compiled.run(inputs)["y"])

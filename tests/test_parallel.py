@@ -145,9 +145,9 @@ def test_matmul_threads_are_bit_identical_without_fast_math(shape):
 def test_matmul_marks_a_block_loop_of_the_register_tile_band():
     compiled = polyc.compile(matmul_model(203, 130, 290), threads=2)
     notes = [d for d in compiled.schedule.decisions if d.startswith("parallel:")]
-    # i/mc has one block at this size: the column blocks j/nr run in parallel
+    # i/mc has one block at this size: the row tiles i/mr (26 of 8 rows) run in parallel
     (note,) = notes  # statements fused into the register tile (its init) may join it
-    assert re.fullmatch(r"parallel: ([\w, ]+, )?S1_matmul_update(, [\w, ]+)?: loop i1/48 \(c3\)",
+    assert re.fullmatch(r"parallel: ([\w, ]+, )?S1_matmul_update(, [\w, ]+)?: loop i0/8 \(c3\)",
                         note), note
     assert "// parallel\n" in str(compiled.compilation.program)
 
@@ -193,8 +193,8 @@ def test_mlp_example_matches_onnxruntime_on_threads(every_loop, threads):
 
 
 def test_loops_of_few_iterations_stay_serial():
-    # two column blocks (64 + 26 columns), one row block: too few to share out evenly
-    model = matmul_model(100, 130, 90)
+    # two column blocks (64 + 26 columns), three row tiles: too few to share out evenly
+    model = matmul_model(18, 130, 90)
     compiled = polyc.compile(model, threads=2)
     assert regions(compiled) == 0
     inputs = random_inputs(model, seed=1)

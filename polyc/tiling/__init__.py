@@ -96,7 +96,7 @@ def _apply_recipe(scop: Scop, schedule: isl.Schedule,
             return recipe_schedule(*packs[name], attached[name])
         return None
 
-    copies = {packed.copy.name: packed for packed, _ in packs.values()}
+    copies = {packed.copy.name: packed for packed, _ in packs.values() if packed.copy}
 
     def extend(row: isl.UnionPwAff, added: isl.UnionSet) -> isl.UnionPwAff:
         for part in union_sets(added):
@@ -113,8 +113,8 @@ def _apply_recipe(scop: Scop, schedule: isl.Schedule,
     for name, (packed, block) in packs.items():
         full.update(full_tiles(packed.contraction, block, attached[name]))
     schedule = isolate_full_tiles(schedule, full)
-    notes = [f"contraction {name}: {packed.source} packed into {packed.array} by "
-             f"{packed.copy.name}, {block}{_attached_note(attached[name])}"
+    notes = [f"contraction {name}: {packed.source} packed into {packed.array} "
+             f"{_packed_by(packed)}, {block}{_attached_note(attached[name])}"
              for name, (packed, block) in packs.items()]
     return scop, schedule, notes
 
@@ -143,6 +143,10 @@ def _neighbours(schedule: isl.Schedule, c: Contraction, candidates: list[Attache
 
     schedule.get_root().foreach_descendant_top_down(visit)
     return found
+
+
+def _packed_by(packed) -> str:
+    return f"by {packed.copy.name}" if packed.copy else "at compile time"
 
 
 def _attached_note(attached: list[Attached]) -> str:

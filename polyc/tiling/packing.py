@@ -15,6 +15,11 @@ original order just before the first instance of ``S`` (one more member of the
 sequence, for an ONNX model's SCoP); its dependences are then
 recomputed, so the legality checker sees the copies too. Packing is valid because
 nothing writes the packed operand while ``S`` runs (checked).
+
+A constant operand (a weight) is packed once, at compile time: the packed array is a
+new constant and there is no copy statement; the original constant goes if nothing
+else reads it. The copy's index map is affine, so numpy evaluates it on the whole
+panel grid at once.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 
 import islpy as isl
+import numpy as np
 
 from polyc.islutil import (
     affs_to_map,
@@ -42,7 +48,7 @@ class Packed:
     """What packing made for one contraction."""
 
     contraction: Contraction
-    copy: Statement  # the packing statement P
+    copy: Statement | None  # the packing statement P; None: packed at compile time
     array: str  # the packed array's name
     nr: int
     source: str  # the array it copies
@@ -105,13 +111,20 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
     target = set_space(ctx, name, [f"d{n}" for n in range(len(shape))]).align_params(params)
     space = domain.get_space()
     write = affs_to_map(space, target, [variable(space, d) for d in range(len(shape))])
-    copy = Statement(copy_name, domain, Access(name, write.intersect_domain(domain)),
-                     (Access(operand.array, source),), Load(0), statement.op_index,
-                     statement.node)
     packed_read = Access(name, _panel_read(statement.domain, c, nr, target))
     reads = tuple(packed_read if k == c.b else r for k, r in enumerate(statement.reads))
     new_statement = dataclasses.replace(statement, reads=reads)
     position = scop.statements.index(statement)
+    data = _packed_constant(scop, operand.array, source, shape, c, nr)
+    if data is not None:
+        statements = (scop.statements[:position] + (new_statement,)
+                      + scop.statements[position + 1:])
+        result = _with_constant(scop, statements, array, data, operand.array)
+        return result, Packed(dataclasses.replace(c, statement=new_statement), None, name, nr,
+                              operand.array, to_statement)
+    copy = Statement(copy_name, domain, Access(name, write.intersect_domain(domain)),
+                     (Access(operand.array, source),), Load(0), statement.op_index,
+                     statement.node)
     statements = (scop.statements[:position] + (copy, new_statement)
                   + scop.statements[position + 1:])
     if in_sequence(scop):
@@ -122,6 +135,68 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
                                  order=order, dependences=None)
     return result, Packed(dataclasses.replace(c, statement=new_statement), copy, name, nr,
                           operand.array, to_statement)
+
+
+CONSTANT_GROWTH = 2  # pack a constant when the packed copy is at most this much larger
+
+
+def _packed_constant(scop: Scop, operand: str, source: isl.Map, shape: tuple[int, ...],
+                     c: Contraction, nr: int) -> np.ndarray | None:
+    """The packed value of a constant operand, zero past the last column; None when the
+    operand is not a constant, its index map is not one affine piece, or packing would
+    replicate it (a weight shared by a batch)."""
+    array = scop.array(operand)
+    padded = array.size + nr * c.extent("k")  # the last panel may be partial
+    if array.kind != "constant" or np.prod(shape) > CONSTANT_GROWTH * padded:
+        return None
+    index = _affine_rows(source)
+    if index is None:
+        return None
+    grid = np.indices(shape, dtype=np.int64)
+    n_batch = len(c.batch)
+    inside = nr * grid[n_batch] + grid[n_batch + 2] < c.extent("j")
+    elements = []
+    for (coefficients, constant), extent in zip(index, array.shape):
+        position = np.tensordot(np.asarray(coefficients, dtype=np.int64), grid, axes=1) + constant
+        elements.append(np.where(inside, np.clip(position, 0, extent - 1), 0))
+    value = np.asarray(scop.constants[operand], dtype=np.dtype(array.dtype)).reshape(array.shape)
+    return np.where(inside, value[tuple(elements)], 0).astype(array.dtype)
+
+
+def _affine_rows(relation: isl.Map) -> list[tuple[list[int], int]] | None:
+    """Per output dimension of a single-valued map, its integer coefficients of the input
+    dimensions and its constant; None unless it is one affine piece without divisions
+    or parameters."""
+    if not relation.is_single_valued():
+        return None
+    pieces: list[isl.MultiAff] = []
+    isl.PwMultiAff.from_map(relation).foreach_piece(lambda _, piece: pieces.append(piece))
+    if len(pieces) != 1:
+        return None
+    rows = []
+    for n in range(pieces[0].dim(isl.dim_type.out)):
+        aff = pieces[0].get_at(n)
+        if aff.dim(isl.dim_type.div) or not aff.get_denominator_val().is_one() or any(
+                not aff.get_coefficient_val(isl.dim_type.param, p).is_zero()
+                for p in range(aff.dim(isl.dim_type.param))):
+            return None
+        rows.append(([aff.get_coefficient_val(isl.dim_type.in_, d).to_python()
+                      for d in range(aff.dim(isl.dim_type.in_))],
+                     aff.get_constant_val().to_python()))
+    return rows
+
+
+def _with_constant(scop: Scop, statements: tuple[Statement, ...], array: Array,
+                   data: np.ndarray, source: str) -> Scop:
+    """``scop`` with the packed constant ``array`` (and without ``source`` once no
+    statement reads it)."""
+    arrays = scop.arrays + (dataclasses.replace(array, kind="constant"),)
+    constants = dict(scop.constants, **{array.name: data})
+    if not any(r.array == source for s in statements for r in s.reads):
+        arrays = tuple(a for a in arrays if a.name != source)
+        del constants[source]
+    return dataclasses.replace(scop, arrays=arrays, statements=statements,
+                               constants=constants, dependences=None)
 
 
 def _fresh(scop: Scop, base: str) -> str:
