@@ -54,13 +54,22 @@ def in_subprocess(script: str, threads: int, repeat: int, cases: str) -> list[di
 
 def median_time(fn, repeat: int) -> float:
     """The median of ``repeat`` timed calls of ``fn``, after one warm-up call."""
-    fn()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
+    return median_times({"fn": fn}, repeat)["fn"]
+
+
+def median_times(fns: dict, repeat: int) -> dict:
+    """``{name: median seconds}`` of ``repeat`` timed calls of each of ``fns``, after one
+    warm-up call each. The calls are interleaved (one of each per round), so a slow
+    phase of a noisy machine slows every contender alike and the ratios hold."""
+    samples = {name: [] for name in fns}
+    for fn in fns.values():
         fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(times) for name, times in samples.items()}
 
 
 def fmt_ms(value, digits: int = 3) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from harness import arguments, drive, fmt_ms, fmt_ratio, median_time, pin_threads  # noqa: E402
+from harness import arguments, drive, fmt_ms, fmt_ratio, median_times, pin_threads  # noqa: E402
 
 pin_threads(sys.argv)
 
@@ -42,8 +42,8 @@ def run_case(name: str, repeat: int, threads: int) -> dict:
     for got, want in zip(compiled.run(inputs).values(), expected):
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
     row = {"case": name, "compile_s": compile_s,
-           "polyc_s": median_time(lambda: compiled.run(inputs), repeat),
-           "onnxruntime_s": median_time(lambda: session.run(None, inputs), repeat)}
+           **median_times({"polyc_s": lambda: compiled.run(inputs),
+                           "onnxruntime_s": lambda: session.run(None, inputs)}, repeat)}
     row["polyc/onnxruntime"] = row["polyc_s"] / row["onnxruntime_s"]
     return row
 

@@ -4,11 +4,12 @@
 
 Each thread count runs in its own process, with ``OMP_NUM_THREADS`` (polyc's parallel
 loops, OpenBLAS under numpy) and onnxruntime's ``intra_op_num_threads`` set to it. For
-each case it prints polyc's compile time and the median run time of polyc, polyc
-with tiling disabled, numpy and onnxruntime (each after warm-up), and the ratios
-polyc/numpy, polyc/onnxruntime and polyc/untiled (below 1.0 means polyc is faster);
-then each one's speed-up from 1 to 2 threads. It checks polyc's outputs against
-onnxruntime before timing. Results go to JSON (default
+each case it prints polyc's compile time and the median run time of polyc, polyc with
+tiling disabled, numpy and onnxruntime (each after warm-up; polyc, numpy and onnxruntime
+interleaved, one call of each per round, so the machine's slow phases hit them alike),
+and the ratios polyc/numpy, polyc/onnxruntime and polyc/untiled (below 1.0 means polyc
+is faster); then each one's speed-up from 1 to 2 threads. It checks polyc's outputs
+against onnxruntime before timing. Results go to JSON (default
 benchmarks/results/latest.json), one row per case and thread count.
 """
 
@@ -27,6 +28,7 @@ from harness import (  # noqa: E402
     fmt_ms,
     fmt_ratio,
     median_time,
+    median_times,
     pin_threads,
 )
 
@@ -179,11 +181,13 @@ def run_case(name, model, inputs, numpy_fn, repeat, threads):
     for ref, out in zip(expected, got.values()):
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
     untiled = polyc.compile(model, tile=False)
-    row = {"case": name, "compile_s": compile_s,
-           "polyc_s": median_time(lambda: compiled.run(inputs), repeat),
-           "untiled_s": median_time(lambda: untiled.run(inputs), max(1, repeat // 4)),
-           "onnxruntime_s": median_time(lambda: session.run(None, inputs), repeat)}
-    row["numpy_s"] = median_time(numpy_fn, repeat) if numpy_fn else None
+    contenders = {"polyc_s": lambda: compiled.run(inputs),
+                  "onnxruntime_s": lambda: session.run(None, inputs)}
+    if numpy_fn:
+        contenders["numpy_s"] = numpy_fn
+    row = {"case": name, "compile_s": compile_s, "numpy_s": None,
+           **median_times(contenders, repeat),
+           "untiled_s": median_time(lambda: untiled.run(inputs), max(1, repeat // 4))}
     row["polyc/onnxruntime"] = row["polyc_s"] / row["onnxruntime_s"]
     row["polyc/numpy"] = row["polyc_s"] / row["numpy_s"] if numpy_fn else None
     row["polyc/untiled"] = row["polyc_s"] / row["untiled_s"]
