@@ -16,9 +16,11 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Mapping
 
+import numpy as np
+
 from polyc import __version__, config
 from polyc.codegen.ast import LoopProgram, build_ast
-from polyc.codegen.layout import INITIAL, BufferPlan, plan_buffers
+from polyc.codegen.layout import INITIAL, BufferPlan, constant_data, plan_buffers
 from polyc.codegen.llvm import ENTRY, emit_module
 from polyc.errors import PolycError
 from polyc.frontend import import_model
@@ -95,6 +97,11 @@ class Compilation:
             "options": self.options.as_dict(),
             "polyc_version": __version__,
         }
+
+    @property
+    def constants(self) -> dict[str, np.ndarray]:
+        """The values of the LLVM module's external constants, by symbol."""
+        return constant_data(self.scop, self.plan)
 
     def _describe(self, name: str) -> dict[str, Any]:
         array = self.scop.array(name)
@@ -200,7 +207,7 @@ def _jit(compilation: Compilation) -> "CompiledModel":
     from polyc.runtime.jit import JitModule
 
     start = time.perf_counter()
-    jit = JitModule(compilation.llvm_ir, compilation.manifest)
+    jit = JitModule(compilation.llvm_ir, compilation.manifest, compilation.constants)
     seconds = time.perf_counter() - start
     config.log(config.STAGES, f"polyc: {'jit':<12} {seconds * 1e3:9.2f} ms")
     return CompiledModel(compilation, jit, seconds)
@@ -235,7 +242,8 @@ class CompiledModel:
     def save(self, path) -> None:
         """Write an ahead-of-time shared library that loads with numpy and ctypes only."""
         from polyc.runtime.aot import write_artifact
-        write_artifact(self.compilation.llvm_ir, self.manifest, path)
+        write_artifact(self.compilation.llvm_ir, self.manifest, path,
+                       self.compilation.constants)
 
     def report(self) -> str:
         from polyc.report import compile_report

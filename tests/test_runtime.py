@@ -320,3 +320,48 @@ def test_failing_compiler(tmp_path, monkeypatch):
     with pytest.raises(CodegenError, match="linking x.so with 'false' failed"):
         write_artifact(scale_exp_ir(), MANIFEST, tmp_path / "x.so")
     assert list(tmp_path.iterdir()) == []
+
+
+def weight_model(scale: float):
+    """y = x @ w with a constant w of 512 x 384 (768 KB) whose entries depend on ``scale``."""
+    from onnx import helper
+
+    from onnx_helpers import make_model
+    w = (np.arange(512 * 384, dtype=np.float32).reshape(512, 384) % 7 - 3) * scale
+    return make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", [3, 512])],
+                      ["y"], initializers=[("w", w)]), w
+
+
+def test_constants_stay_out_of_the_llvm_ir_and_each_module_has_its_own():
+    (model_a, w_a), (model_b, w_b) = weight_model(1.0), weight_model(-0.5)
+    a, b = polyc.compile(model_a), polyc.compile(model_b)  # the same constant names
+    assert len(a.compilation.llvm_ir) < 100_000  # the 768 KB of w are not in the text
+    assert "external hidden constant" in a.compilation.llvm_ir
+    x = np.random.default_rng(0).standard_normal((3, 512)).astype(np.float32)
+    for compiled, w in ((a, w_a), (b, w_b), (a, w_a)):
+        np.testing.assert_allclose(compiled.run({"x": x})["y"], x @ w, rtol=1e-4, atol=1e-3)
+
+
+def test_artifact_carries_its_constants(tmp_path):
+    model, w = weight_model(0.25)
+    polyc.compile(model).save(tmp_path / "w.so")
+    assert (tmp_path / "w.so").stat().st_size > w.nbytes
+    x = np.random.default_rng(1).standard_normal((3, 512)).astype(np.float32)
+    script = textwrap.dedent(f"""
+        import sys, numpy as np
+        from polyc.runtime.artifact import load_artifact
+        artifact = load_artifact({str(tmp_path / 'w.so')!r})
+        x = np.load({str(tmp_path / 'x.npy')!r})
+        np.save({str(tmp_path / 'y.npy')!r}, artifact.run({{"x": x}})["y"])
+        assert "llvmlite" not in sys.modules and "islpy" not in sys.modules
+    """)
+    np.save(tmp_path / "x.npy", x)
+    subprocess.run([sys.executable, "-c", script], check=True)
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), x @ w, rtol=1e-4, atol=1e-3)
+
+
+def test_a_constant_without_a_value_is_a_codegen_error():
+    model, _ = weight_model(1.0)
+    compilation = polyc.compile(model).compilation
+    with pytest.raises(CodegenError, match=r"reads the global polyc\.const\.w.*not given"):
+        JitModule(compilation.llvm_ir, compilation.manifest, {})

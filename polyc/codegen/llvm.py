@@ -2,7 +2,8 @@
 
 The module defines ``polyc_kernel`` (internal; every array a ``noalias`` pointer
 parameter) and the exported entry ``polyc_main(inputs..., outputs..., scratch)``,
-which places temporaries in scratch and passes constants (module globals). Each loop
+which places temporaries in scratch and passes constants (external globals, see
+:mod:`polyc.codegen.layout`). Each loop
 under a ``parallel`` mark is outlined to a body function of its own, run on threads
 by the OpenMP runtime (:mod:`polyc.codegen.parallel`).
 """
@@ -12,13 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import islpy as isl
-import numpy as np
 from llvmlite import ir
 
 from polyc.codegen import parallel, vector
 from polyc.codegen.ast import LoopProgram, children
 from polyc.codegen.exprs import F32, FAST, FLOAT_FUNCTIONS, I1, I64, fconst, int_expr
-from polyc.codegen.layout import ALIGN, BufferPlan
+from polyc.codegen.layout import ALIGN, BufferPlan, constant_symbol
 from polyc.errors import CodegenError
 from polyc.frontend.core import Call, Const
 from polyc.scop.model import Load, Scop
@@ -53,13 +53,14 @@ def _drop_fast_math(module: ir.Module) -> None:
 
 
 def _constants(module: ir.Module, scop: Scop, plan: BufferPlan) -> list[ir.GlobalVariable]:
+    """Declarations of the constants: read-only, 64-byte aligned, defined outside the
+    module (hidden: an artifact addresses them directly, not through the GOT)."""
     result = []
     for name in plan.constants:
-        data = np.ascontiguousarray(scop.constants[name], dtype=np.float32).tobytes()
-        typ = ir.ArrayType(ir.IntType(8), len(data))
-        gv = ir.GlobalVariable(module, typ, name=f"const.{name}")
-        gv.initializer = ir.Constant(typ, bytearray(data))
-        gv.global_constant, gv.linkage, gv.align = True, "internal", ALIGN
+        typ = ir.ArrayType(ir.IntType(8), scop.array(name).nbytes)
+        gv = ir.GlobalVariable(module, typ, name=constant_symbol(name))
+        gv.global_constant, gv.align = True, ALIGN
+        gv.storage_class = "hidden"  # llvmlite prints it where LLVM expects the visibility
         result.append(gv)
     return result
 

@@ -6,7 +6,9 @@ position-independent target machine, links in a tiny module that defines::
     const char *polyc_manifest(void);   /* the manifest as JSON, NUL-terminated */
 
 emits one object file and links it with the system C compiler
-(``$POLYC_CC -shared -o lib.so obj.o -lm -lgomp``). The result loads with
+(``$POLYC_CC -shared -o lib.so obj.o constants.s -lm -lgomp``). The model's constants
+(weights) reach the library through ``constants.s``, an assembly file that defines
+each constant's symbol in a read-only section as the ``.incbin`` of its bytes. The result loads with
 :func:`polyc.runtime.artifact.load_artifact`, which needs only numpy and ctypes.
 """
 
@@ -20,6 +22,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 from llvmlite import ir
 
 from polyc import config
@@ -61,8 +64,26 @@ def compile_object(llvm_ir: str, manifest: Mapping) -> bytes:
     return tm.emit_object(module)
 
 
-def link_shared(obj: bytes, path: Path) -> None:
-    """Link the object ``obj`` into the shared library ``path`` with the system C compiler.
+def constants_assembly(constants: Mapping[str, np.ndarray], folder: Path) -> str:
+    """GNU assembly defining each ``{symbol: value}`` as 64-byte-aligned read-only data
+    (hidden: the library's own code reads it); the bytes go to files in ``folder``."""
+    lines = ['\t.section .rodata.polyc,"a",@progbits']
+    for n, (symbol, value) in enumerate(constants.items()):
+        data = Path(folder, f"constant{n}.bin")
+        data.write_bytes(value.tobytes())
+        lines += ["\t.p2align 6", f"\t.globl {symbol}", f"\t.hidden {symbol}",
+                  f"\t.type {symbol}, @object", f"\t.size {symbol}, {value.nbytes}",
+                  f"{symbol}:", f'\t.incbin "{data}"']
+        if not value.nbytes:
+            lines.append("\t.byte 0")  # a symbol of its own, not the next one's address
+    lines.append('\t.section .note.GNU-stack,"",@progbits')
+    return "\n".join(lines) + "\n"
+
+
+def link_shared(obj: bytes, path: Path, constants: Mapping[str, np.ndarray] | None = None
+                ) -> None:
+    """Link the object ``obj`` and the ``constants`` it reads (``{symbol: value}``) into
+    the shared library ``path`` with the system C compiler.
 
     The library is linked under a temporary name next to ``path`` and renamed, so a
     failed link never leaves a half-written artifact behind.
@@ -71,8 +92,11 @@ def link_shared(obj: bytes, path: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="polyc-") as tmp:
         obj_path = Path(tmp, "model.o")
         obj_path.write_bytes(obj)
+        data_path = Path(tmp, "constants.s")
+        data_path.write_text(constants_assembly(constants or {}, Path(tmp)))
         partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        command = [compiler, *LINK_FLAGS, "-o", str(partial), str(obj_path), *LIBRARIES]
+        command = [compiler, *LINK_FLAGS, "-o", str(partial), str(obj_path), str(data_path),
+                   *LIBRARIES]
         try:
             done = subprocess.run(command, capture_output=True, text=True, check=False)
         except OSError as error:
@@ -86,11 +110,13 @@ def link_shared(obj: bytes, path: Path) -> None:
         os.replace(partial, path)
 
 
-def write_artifact(llvm_ir: str, manifest: Mapping, path: str | os.PathLike) -> Path:
+def write_artifact(llvm_ir: str, manifest: Mapping, path: str | os.PathLike,
+                   constants: Mapping[str, np.ndarray] | None = None) -> Path:
     """Compile ``llvm_ir`` for the host and write the shared library ``path``; return it.
 
     ``manifest`` (format ``polyc-1``, see :mod:`polyc.runtime.abi`) is embedded in the
-    library; the directory of ``path`` must exist.
+    library, and so are the values of the module's external ``constants`` (by symbol);
+    the directory of ``path`` must exist.
     """
     try:
         abi.check_manifest(manifest)
@@ -102,7 +128,7 @@ def write_artifact(llvm_ir: str, manifest: Mapping, path: str | os.PathLike) -> 
     clock = time.perf_counter()
     obj = compile_object(llvm_ir, manifest)
     compiled = time.perf_counter()
-    link_shared(obj, path)
+    link_shared(obj, path, constants)
     linked = time.perf_counter()
     config.log(config.STAGES, f"polyc: {'aot object':<12} {(compiled - clock) * 1e3:9.2f} ms")
     config.log(config.STAGES, f"polyc: {'aot link':<12} {(linked - compiled) * 1e3:9.2f} ms")

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import ctypes.util
 import functools
+import itertools
 import time
 from collections.abc import Mapping
 
 import llvmlite.binding as llvm
+import numpy as np
 
 from polyc import config
 from polyc.codegen import target
@@ -22,6 +24,8 @@ from polyc.runtime import abi
 # Shared libraries generated code may call into: libm (expf, tanhf, ...) and the
 # OpenMP runtime of parallel loops (GOMP_parallel, omp_get_thread_num, ...).
 RUNTIME_LIBRARIES = ("m", "gomp")
+CONSTANT_ALIGNMENT = 64  # as the code generator declares them
+_modules = itertools.count()  # JIT symbols are process-wide: each module's get a suffix
 
 
 @functools.cache
@@ -57,14 +61,39 @@ def check_symbols(module: llvm.ModuleRef) -> None:
                            "which no loaded library defines")
 
 
+def bind_constants(module: llvm.ModuleRef, constants: Mapping[str, np.ndarray]
+                   ) -> list[np.ndarray]:
+    """Define the module's external constants (``{symbol: value}``) as aligned copies of
+    their values, under symbols of this module alone; return the buffers, which must
+    outlive the code. Raise ``CodegenError`` for a declaration without a value (MCJIT
+    would abort the process)."""
+    suffix = next(_modules)
+    buffers = []
+    for variable in module.global_variables:
+        if not variable.is_declaration:
+            continue
+        if variable.name not in constants:
+            raise CodegenError(f"generated code reads the global {variable.name}, "
+                               "whose value was not given")
+        value = constants[variable.name]
+        buffer = abi.aligned_empty(value.nbytes, CONSTANT_ALIGNMENT)
+        buffer[:] = value.reshape(-1).view(np.uint8)
+        variable.name = f"{variable.name}.{suffix}"
+        llvm.add_symbol(variable.name, buffer.ctypes.data)
+        buffers.append(buffer)
+    return buffers
+
+
 class JitModule(abi.Runner):
-    """A model compiled in process: ``JitModule(llvm_ir, manifest).run({name: array})``.
+    """A model compiled in process: ``JitModule(llvm_ir, manifest, constants).run({name:
+    array})``; ``constants`` gives the values of the module's external constants.
 
     ``optimized_ir`` is the module's text after O3 (printed at ``POLYC_DEBUG=4``);
     ``seconds`` maps ``parse``, ``optimize`` and ``codegen`` to the time each took.
     """
 
-    def __init__(self, llvm_ir: str, manifest: Mapping):
+    def __init__(self, llvm_ir: str, manifest: Mapping,
+                 constants: Mapping[str, np.ndarray] | None = None):
         try:
             abi.check_manifest(manifest)
         except (TypeError, ValueError) as error:
@@ -81,6 +110,7 @@ class JitModule(abi.Runner):
         optimized = time.perf_counter()
         config.log_section(config.LLVM, "LLVM IR after O3", self.optimized_ir)
         check_symbols(module)
+        self._constants = bind_constants(module, constants or {})
         # The engine takes ownership of both the module and the target machine.
         self._engine = self._create_engine(module, tm)
         self._module, self._target_machine = module, tm
