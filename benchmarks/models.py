@@ -34,7 +34,7 @@ CASES = LIGHT + list(TORCH)
 
 
 def run_case(name: str, repeat: int, threads: int) -> dict:
-    model, inputs = load(name)
+    model, inputs = load(name, random_weights=True)
     start = time.perf_counter()
     compiled = polyc.compile(model)
     compile_s = time.perf_counter() - start

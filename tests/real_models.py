@@ -15,12 +15,19 @@ TORCH = ("resnet18", "mlp2", "bert_layer", "encoder6")
 RTOL, ATOL = 1e-4, 1e-5  # the issue's tolerances, unless a model documents otherwise
 
 
-def load(name: str, seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
-    """A light model (an image in [0, 1) as input) or a PyTorch export by name."""
+def load(name: str, seed: int = 0, *, random_weights: bool = False
+         ) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A light model (an image in [0, 1) as input) or a PyTorch export by name.
+
+    A light model's weights are all 0.02, so its output is a near-uniform softmax that
+    would hide many errors; ``random_weights`` replaces them with seeded random ones
+    (:func:`randomize_weights`)."""
     if name in TORCH:
         from torch_models import export  # torch is imported only when needed
         return export(name, seed)
     model = onnx.load(str(LIGHT_DIR / f"light_{name}.onnx"))
+    if random_weights:
+        model = randomize_weights(model, seed)
     initializers = {i.name for i in model.graph.initializer}
     rng = np.random.default_rng(seed)
     inputs = {}
@@ -29,6 +36,43 @@ def load(name: str, seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarra
             shape = [d.dim_value for d in value.type.tensor_type.shape.dim]
             inputs[value.name] = rng.random(shape, dtype=np.float32)
     return model, inputs
+
+
+def randomize_weights(model: onnx.ModelProto, seed: int) -> onnx.ModelProto:
+    """``model`` with every ConstantOfShape weight replaced by a seeded random initializer:
+    a tensor of rank 2 or more uniform in +-sqrt(3 / fan-in) (activations keep their
+    scale through the layers), a vector (bias, batch-norm parameters) in [0.5, 1.5]
+    (positive, as a variance must be)."""
+    from onnx import numpy_helper
+
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    shapes = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    rng = np.random.default_rng(seed)
+    nodes = []
+    for node in graph.node:
+        if node.op_type != "ConstantOfShape" or node.input[0] not in shapes:
+            nodes.append(node)
+            continue
+        shape = tuple(int(d) for d in shapes[node.input[0]])
+        if len(shape) >= 2:
+            bound = np.sqrt(3.0 / np.prod(shape[1:]))
+            value = rng.uniform(-bound, bound, shape)
+        else:
+            value = rng.uniform(0.5, 1.5, shape)
+        graph.initializer.append(numpy_helper.from_array(value.astype(np.float32),
+                                                         node.output[0]))
+        # these models' IR version wants every initializer to be a graph input as well
+        graph.input.append(onnx.helper.make_tensor_value_info(
+            node.output[0], onnx.TensorProto.FLOAT, shape))
+    del graph.node[:]
+    graph.node.extend(nodes)
+    used = {name for node in nodes for name in node.input}
+    for values in (graph.initializer, graph.input):  # the weights' shapes, now unused
+        kept = [v for v in values if v.name in used or v.name not in shapes]
+        del values[:]
+        values.extend(kept)
+    return model
 
 
 def run_onnxruntime(model: onnx.ModelProto, inputs, threads: int = 1):
