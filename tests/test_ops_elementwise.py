@@ -74,6 +74,8 @@ ACTIVATIONS = [
     ("ThresholdedRelu", {}, 11), ("ThresholdedRelu", {"alpha": 0.5}, 22),
     ("Gelu", {}, 20), ("Gelu", {"approximate": "tanh"}, 20),
     ("Gelu", {"approximate": "none"}, 22),
+    ("Swish", {}, 24), ("Swish", {"alpha": 0.7}, 24),
+    ("Shrink", {}, 9), ("Shrink", {"lambd": 1.0, "bias": 0.3}, 9),
 ]
 
 

@@ -239,6 +239,20 @@ def test_pad(mode, pads, value, opset):
     check(model)
 
 
+@pytest.mark.parametrize("shape,axes", [
+    ((3, 4), None),         # crop by an odd and an even amount
+    ((8, 11), None),        # pad by an odd and an even amount
+    ((2, 9), None),         # crop one axis, pad the other
+    ((4,), [-1]),           # one axis
+    ((9, 2), [1, 0]),       # axes out of order
+])
+def test_center_crop_pad(shape, axes):
+    attrs = {} if axes is None else {"axes": axes}
+    model = make_model([node("CenterCropPad", ["x", "shape"], **attrs)], [("x", (6, 7))],
+                       ["y"], initializers=[int64("shape", shape)], opset=18)
+    check(model, exact=True)
+
+
 def test_pad_with_a_constant_value_computed_at_run_time():
     model = make_model([node("Pad", ["x", "pads", "cv"], mode="constant")],
                        [("x", (2, 3, 2)), ("cv", ())], ["y"],
@@ -492,6 +506,35 @@ def test_layer_normalization(axis, scale_shape, bias, epsilon):
                        [("x", (2, 3, 4))], ["y", "mean", "inv"],
                        initializers=initializers, opset=17)
     check(model)
+
+
+@pytest.mark.parametrize("axis,scale_shape,epsilon", [
+    (-1, (4,), None), (1, (3, 4), 1e-3), (0, (2, 3, 4), None), (-2, (1, 4), 0.5)])
+def test_rms_normalization(axis, scale_shape, epsilon):
+    rng = np.random.default_rng(8)
+    scale = rng.uniform(0.5, 2, scale_shape).astype(np.float32)
+    attrs = {"axis": axis} if epsilon is None else {"axis": axis, "epsilon": epsilon}
+    model = make_model([node("RMSNormalization", ["x", "scale"], **attrs)],
+                       [("x", (2, 3, 4))], ["y"], initializers=[("scale", scale)], opset=23)
+    check(model)
+
+
+@pytest.mark.parametrize("axis,p", [(-1, 2), (0, 2), (1, 1), (-1, 1)])
+def test_lp_normalization(axis, p):
+    x = np.random.default_rng(9).uniform(-2, 2, (3, 5)).astype(np.float32)
+    x[1] = 0.0  # a zero norm along axis 1 (and at (1, k) along axis 0 for no k): gives 0
+    model = make_model([node("LpNormalization", ["x"], axis=axis, p=p)], [("x", (3, 5))],
+                       ["y"], opset=22)
+    actual = check(model, inputs={"x": x})
+    if axis in (1, -1):
+        np.testing.assert_array_equal(actual["y"][1], 0.0)
+
+
+def test_lp_normalization_of_other_orders_is_refused():
+    model = make_model([node("LpNormalization", ["x"], p=3)], [("x", (3, 5))],
+                       [("y", (3, 5))], opset=22, check=False)
+    with pytest.raises(UnsupportedOpError, match="p=3"):
+        import_model(model)
 
 
 def test_layer_normalization_computes_in_float32_only():

@@ -147,3 +147,20 @@ def Gelu(ctx, X, *, approximate="none"):
     if build is None:
         raise ctx.unsupported(f"approximate='{approximate}' (only 'none' and 'tanh')")
     return elementwise(ctx, "gelu", build, X)
+
+
+@onnx_op("Swish", 24)
+def Swish(ctx, X, *, alpha=1.0):
+    """Swish: Y[i] = x * sigmoid(alpha * x)."""
+    return elementwise(ctx, "swish",
+                       lambda x: call("mul", x, call("sigmoid", call("mul", alpha, x))), X)
+
+
+@onnx_op("Shrink", 9)
+def Shrink(ctx, input, *, bias=0.0, lambd=0.5):
+    """Shrink: Y[i] = x < -lambd ? x + bias : (x > lambd ? x - bias : 0) (NaN gives 0,
+    as both comparisons are false)."""
+    def shrink(x):
+        upper = call("select", call("gt", x, lambd), call("sub", x, bias), 0.0)
+        return call("select", call("lt", x, -lambd), call("add", x, bias), upper)
+    return elementwise(ctx, "shrink", shrink, input)

@@ -1,6 +1,7 @@
-"""Row-wise normalisations of transformer models: Softmax, LogSoftmax, Hardmax and
-LayerNormalization, each a few core ``Reduce`` ops over the normalised axes and ``Map``
-ops reading their (keepdims-shaped) results back at every element of the row.
+"""Row-wise normalisations of transformer models: Softmax, LogSoftmax, Hardmax,
+LayerNormalization, RMSNormalization and LpNormalization, each a few core ``Reduce``
+ops over the normalised axes and ``Map`` ops reading their (keepdims-shaped) results
+back at every element of the row.
 
 Before opset 13, Softmax, LogSoftmax and Hardmax coerce the input to 2-D at ``axis``:
 they normalise over all the dims from ``axis`` on, as one flattened row.
@@ -197,6 +198,50 @@ def LayerNormalization(ctx, X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_ty
     if B is not None:
         y = Call("add", (y, _broadcast_read(ctx, B, X.shape, "B")))
     return ctx.map(X.shape, y, label="layernorm"), mean, inv
+
+
+@onnx_op("RMSNormalization", 23)
+def RMSNormalization(ctx, X, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
+    """RMSNormalization-23 over the dims from ``axis`` on (n elements per row):
+    inv = 1 / sqrt((Reduce add of x^2) / n + epsilon); Y = x * inv * scale, where scale
+    broadcasts to X. Computed in float32: ``stash_type`` must be 1."""
+    if stash_type != 1:
+        raise ctx.unsupported(f"stash_type={stash_type}: polyc computes in float32 only "
+                              "(stash_type=1)")
+    rank = len(X.shape)
+    axes = tuple(range(_axis(ctx, axis, rank), rank))
+    ident = identity_index(rank)
+    kept_shape, kept_index = kept(X.shape, axes)
+    count = Const(float(size([X.shape[a] for a in axes])))
+    x = Read(X.name, ident)
+    squares = _row_reduce(ctx, Call("mul", (x, x)), X.shape, axes, "add", "rmsnorm_squares")
+    mean_eps = Call("add", (Call("div", (Read(squares.name, ident), count)),
+                            Const(float(epsilon))))
+    inv = ctx.map(kept_shape, Call("div", (Const(1.0), Call("sqrt", (mean_eps,)))),
+                  label="rmsnorm_inv")
+    y = Call("mul", (Call("mul", (x, Read(inv.name, kept_index))),
+                     _broadcast_read(ctx, scale, X.shape, "scale")))
+    return ctx.map(X.shape, y, label="rmsnorm")
+
+
+@onnx_op("LpNormalization", 1, 22)
+def LpNormalization(ctx, input, *, axis=-1, p=2):
+    """LpNormalization: x divided by the L1 (``p=1``: Reduce add of |x|) or L2 (``p=2``:
+    sqrt of Reduce add of x^2) norm along ``axis``; a zero norm gives 0, not NaN."""
+    if p not in (1, 2):
+        raise ctx.unsupported(f"p={p} (only 1 and 2)")
+    rank = len(input.shape)
+    axes = (_axis(ctx, axis, rank),)
+    ident = identity_index(rank)
+    kept_shape, kept_index = kept(input.shape, axes)
+    x = Read(input.name, ident)
+    term = Call("abs", (x,)) if p == 1 else Call("mul", (x, x))
+    total = _row_reduce(ctx, term, input.shape, axes, "add", "lpnorm_sum")
+    norm = Read(total.name, ident) if p == 1 else Call("sqrt", (Read(total.name, ident),))
+    norm = ctx.map(kept_shape, norm, label="lpnorm_norm")
+    n = Read(norm.name, kept_index)
+    return ctx.map(input.shape, Call("select", (Call("eq", (n, Const(0.0))), Const(0.0),
+                                                Call("div", (x, n)))), label="lpnorm")
 
 
 def _broadcast_read(ctx, tensor, shape, role: str) -> Read:

@@ -336,3 +336,22 @@ def Gather(ctx, data, indices, *, axis=0):
              for first, step, length in runs]
     flat = concat(ctx, parts, axis, "gather_concat")
     return ctx.view(flat, out_shape, label="gather_shape")
+
+
+@onnx_op("CenterCropPad", 18)
+def CenterCropPad(ctx, input_data, shape, *, axes=None):
+    """CenterCropPad: each of ``axes`` (all by default) cropped or zero-padded to the
+    constant ``shape``, centred (an odd difference leaves the extra element at the
+    end): a Pad with negative widths where it crops."""
+    rank = len(input_data.shape)
+    axes = tuple(range(rank)) if axes is None else _axes(ctx, axes, rank)
+    target = ctx.int_values(shape, "shape")
+    if len(target) != len(axes):
+        raise ctx.shape_error(f"shape {list(target)} has {len(target)} values for "
+                              f"{len(axes)} axes")
+    before = []
+    for axis, size in zip(axes, target):
+        change = size - input_data.shape[axis]  # > 0 pads, < 0 crops
+        before.append(change // 2 if change >= 0 else -(-change // 2))
+    after = [size - input_data.shape[axis] - b for axis, size, b in zip(axes, target, before)]
+    return _pad(ctx, input_data, tuple(before + after), None, axes, "constant")
