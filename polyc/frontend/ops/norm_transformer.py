@@ -166,6 +166,19 @@ def Hardmax(ctx, input, *, axis=-1):
     return _hardmax(ctx, input, _axis(ctx, axis, len(input.shape)))
 
 
+def _rows_from(ctx, X, axis: int, stash_type: int):
+    """The normalised axes (``axis`` on), X's identity index, the keepdims shape and
+    index of a row result, and the row length as a Const; float32 only."""
+    if stash_type != 1:
+        raise ctx.unsupported(f"stash_type={stash_type}: polyc computes in float32 only "
+                              "(stash_type=1)")
+    rank = len(X.shape)
+    axes = tuple(range(_axis(ctx, axis, rank), rank))
+    kept_shape, kept_index = kept(X.shape, axes)
+    count = Const(float(size([X.shape[a] for a in axes])))
+    return axes, identity_index(rank), kept_shape, kept_index, count
+
+
 @onnx_op("LayerNormalization", 17)
 def LayerNormalization(ctx, X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1):
     """LayerNormalization-17 over the dims from ``axis`` on (n elements per row):
@@ -175,14 +188,7 @@ def LayerNormalization(ctx, X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_ty
     broadcast to X. The outputs Mean and InvStdDev are ``mean`` and ``inv`` (keepdims
     shape). Computed in float32: ``stash_type`` must be 1.
     """
-    if stash_type != 1:
-        raise ctx.unsupported(f"stash_type={stash_type}: polyc computes in float32 only "
-                              "(stash_type=1)")
-    rank = len(X.shape)
-    axes = tuple(range(_axis(ctx, axis, rank), rank))
-    ident = identity_index(rank)
-    kept_shape, kept_index = kept(X.shape, axes)
-    count = Const(float(size([X.shape[a] for a in axes])))
+    axes, ident, kept_shape, kept_index, count = _rows_from(ctx, X, axis, stash_type)
     x = Read(X.name, ident)
     total = _row_reduce(ctx, x, X.shape, axes, "add", "layernorm_sum")
     mean = ctx.map(kept_shape, Call("div", (Read(total.name, ident), count)),
@@ -205,14 +211,7 @@ def RMSNormalization(ctx, X, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
     """RMSNormalization-23 over the dims from ``axis`` on (n elements per row):
     inv = 1 / sqrt((Reduce add of x^2) / n + epsilon); Y = x * inv * scale, where scale
     broadcasts to X. Computed in float32: ``stash_type`` must be 1."""
-    if stash_type != 1:
-        raise ctx.unsupported(f"stash_type={stash_type}: polyc computes in float32 only "
-                              "(stash_type=1)")
-    rank = len(X.shape)
-    axes = tuple(range(_axis(ctx, axis, rank), rank))
-    ident = identity_index(rank)
-    kept_shape, kept_index = kept(X.shape, axes)
-    count = Const(float(size([X.shape[a] for a in axes])))
+    axes, ident, kept_shape, kept_index, count = _rows_from(ctx, X, axis, stash_type)
     x = Read(X.name, ident)
     squares = _row_reduce(ctx, Call("mul", (x, x)), X.shape, axes, "add", "rmsnorm_squares")
     mean_eps = Call("add", (Call("div", (Read(squares.name, ident), count)),
