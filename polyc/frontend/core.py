@@ -79,7 +79,7 @@ def result_dtype(fn: str, operands: tuple[str, ...]) -> str:
     if fn == "select" and operands[0] != "bool":
         raise DtypeError(f"select needs a bool condition, got {operands[0]}")
     if len(set(values)) != 1:
-        raise DtypeError(f"{fn} needs operands of one type, got {', '.join(operands)}")
+        raise DtypeError(f"{fn} needs its operands to have one dtype, got {', '.join(operands)}")
     dtype = values[0]
     allowed = (("float32",) if fn in _FLOAT_ONLY else NUMERIC if fn in _NUMERIC | _COMPARISONS
                else INTEGER if fn == "mod" else ("bool",) if fn in _LOGIC else DTYPES)
