@@ -13,7 +13,7 @@ import islpy as isl
 import numpy as np
 
 from polyc.errors import ShapeError
-from polyc.frontend.core import Call, Const, result_dtype
+from polyc.frontend.core import Call, Const
 from polyc.islutil import union_maps, union_of
 
 
@@ -122,25 +122,6 @@ class LoadAt:
 
 
 Body = Union[Load, LoadAt, Const, Call]
-
-
-def body_loads(body: Body) -> list[Load | LoadAt]:
-    """Every Load and LoadAt in ``body``."""
-    if isinstance(body, (Load, LoadAt)):
-        return [body] + (body_loads(body.at) if isinstance(body, LoadAt) else [])
-    if isinstance(body, Call):
-        return [load for arg in body.args for load in body_loads(arg)]
-    return []
-
-
-def body_dtype(body: Body, reads: tuple[Access, ...], arrays: Mapping[str, str]) -> str:
-    """The type of ``body`` whose loads go through ``reads``; ``arrays`` maps array
-    names to dtypes."""
-    if isinstance(body, (Load, LoadAt)):
-        return arrays[reads[body.k].array]
-    if isinstance(body, Const):
-        return body.dtype
-    return result_dtype(body.fn, tuple(body_dtype(a, reads, arrays) for a in body.args))
 
 
 @dataclass(frozen=True)

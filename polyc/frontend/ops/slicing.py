@@ -351,9 +351,17 @@ def Gather(ctx, data, indices, *, axis=0):
     return ctx.view(flat, out_shape, label="gather_shape")
 
 
+def _check_lookup_axis(ctx, data, indices, axis: int) -> None:
+    """Some index must be read from a non-empty axis."""
+    if data.shape[axis] == 0 and 0 not in indices.shape:
+        raise ctx.shape_error(f"cannot gather along the empty axis {axis} of "
+                              f"{list(data.shape)}")
+
+
 def _gather_at_run_time(ctx, data, indices, axis: int):
     """out[a.., k.., b..] = data[a.., <indices[k..]>, b..]: one Map of a Lookup."""
     rank_k = len(indices.shape)
+    _check_lookup_axis(ctx, data, indices, axis)
     data = ctx.stored(data)
     at = Read(indices.name, tuple(Ix.var(axis + j) for j in range(rank_k)))
     inner = len(data.shape) - axis - 1
@@ -374,6 +382,7 @@ def GatherElements(ctx, data, indices, *, axis=0):
             k != axis and i > d for k, (i, d) in enumerate(zip(indices.shape, data.shape))):
         raise ctx.shape_error(f"indices {list(indices.shape)} do not fit data "
                               f"{list(data.shape)} off axis {axis}")
+    _check_lookup_axis(ctx, data, indices, axis)
     data = ctx.stored(data)
     at = Read(indices.name, identity_index(rank))
     return ctx.map(indices.shape, Lookup(data.name, identity_index(rank), axis, at),
