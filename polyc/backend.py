@@ -6,10 +6,11 @@ gives the outputs in graph order. How a model is executed is pluggable:
 output dict. By default it is the compiled pipeline, ``polyc.compile(model).run``;
 a subclass may swap in another (the tests use ``import_model`` + ``evaluate``).
 
-polyc compiles float32 data only, with static shapes and constant shape-like inputs.
-Integer (int64) graph inputs, which ONNX models use for shapes and axes, are therefore
+polyc compiles static shapes and needs shape-like inputs (shapes, axes, pads) to be
+constants. int64 graph inputs, which ONNX models use for shapes and axes, are therefore
 bound as constants when ``run`` receives their values: the model is specialised to
-them and executed (compiled) once per distinct set of values.
+them and executed (compiled) once per distinct set of values (int64 data, e.g. Gather
+indices, would also run as a graph input; binding it is merely slower).
 """
 
 from __future__ import annotations

@@ -44,7 +44,8 @@ class UnsupportedOpError(PolycError):
 
 
 class UnsupportedDtypeError(PolycError):
-    """A tensor whose element type polyc does not compile (only float32 for now)."""
+    """A tensor whose element type polyc does not compile (it computes with float32,
+    int64, int32 and bool), or an op given operands of a type it does not take."""
 
 
 class ShapeError(PolycError):

@@ -133,6 +133,17 @@ def outside_map(space: isl.Space, shape: Sequence[int], mode: str) -> isl.Map:
     return isl.Map.from_multi_pw_aff(multi)
 
 
+def spread_dim(relation: isl.Map, dim: int, extent: int) -> isl.Map:
+    """``relation`` with its output dim ``dim`` any value in ``[0, extent)``: the elements
+    a read may touch whose index along ``dim`` is known only at run time."""
+    out = isl.dim_type.out
+    ctx = relation.get_ctx()
+    free = (relation.project_out(out, dim, 1).insert_dims(out, dim, 1)
+            .set_tuple_name(out, relation.get_tuple_name(out)))
+    return (free.lower_bound_val(out, dim, isl.Val.int_from_si(ctx, 0))
+            .upper_bound_val(out, dim, isl.Val.int_from_si(ctx, extent - 1)))
+
+
 def strides(shape: Sequence[int]) -> tuple[int, ...]:
     """Row-major element strides of ``shape``."""
     result, step = [], 1

@@ -105,8 +105,9 @@ def test_compare_counts_outputs_and_walks_sequences():
      "UnsupportedOpError: op Reshape (input '…' must be a constant, but '…' is a graph input)"),
     (UnsupportedOpError("Foo", "f", 13, "domain 'com.x' is not supported"),
      "UnsupportedOpError: op Foo (domain 'com.x' is not supported)"),
-    (UnsupportedDtypeError("graph input 'a' has dtype int64; polyc compiles float32 only"),
-     "UnsupportedDtypeError: int64"),
+    (UnsupportedDtypeError("graph input 'a' has dtype float16; polyc compiles float32, "
+                           "int64, int32 and bool only"),
+     "UnsupportedDtypeError: float16"),
     (UnsupportedDtypeError("graph output 'b' is of sequence_type type; polyc compiles ..."),
      "UnsupportedDtypeError: sequence"),
     (ModelError("<ModelProto> uses opset 9 of the default ONNX domain; polyc supports "

@@ -13,7 +13,18 @@ import pytest
 
 import polyc
 from polyc.frontend import evaluate
-from polyc.frontend.core import Call, Const, Graph, Ix, Map, Read, Reduce, TensorInfo, View
+from polyc.frontend.core import (
+    Call,
+    Const,
+    Graph,
+    Ix,
+    Map,
+    Read,
+    Reduce,
+    TensorInfo,
+    View,
+    expr_dtype,
+)
 from polyc.scop.build import build_scop
 
 OPTIONS = [{}, {"tile": False}, {"fuse": "none"}, {"threads": 2}]
@@ -22,13 +33,17 @@ i0, i1 = Ix.var(0), Ix.var(1)
 
 
 def graph(inputs: dict, ops: list, outputs: list[str], constants=None) -> Graph:
-    """A core Graph over float32 tensors; shapes come from the inputs and the ops."""
+    """A core Graph over float32 inputs; shapes come from the inputs and the ops, the
+    dtype of a Map from its expression (a comparison gives bool)."""
     tensors = {name: TensorInfo(name, shape) for name, shape in inputs.items()}
     for op in ops:
         shape = op.shape if isinstance(op, Map) else getattr(op, "out_shape", None)
         if shape is None:  # a View: the caller names its shape in inputs
             continue
-        tensors[op.out] = TensorInfo(op.out, shape)
+        dtype = "float32"
+        if isinstance(op, Map):
+            dtype = expr_dtype(op.expr, lambda name: tensors[name].dtype)
+        tensors[op.out] = TensorInfo(op.out, shape, dtype)
     constants = constants or {}
     for name, value in constants.items():
         tensors[name] = TensorInfo(name, value.shape)
@@ -84,7 +99,8 @@ def test_binary_functions_match_numpy(fn, x):
               [Map("z", x.shape, Call(fn, (Read("x", (i0, i1)), Read("y", (i0, i1)))))], ["z"])
     out = compiled_outputs(g, {"x": x, "y": y})["z"]
     with np.errstate(all="ignore"):
-        expected = BINARY[fn](x, y).astype(np.float32)
+        expected = BINARY[fn](x, y)
+    assert out.dtype == expected.dtype
     np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6, equal_nan=True)
 
 

@@ -73,21 +73,30 @@ def test_non_float32_graph_input():
         import_model(model)
 
 
-def test_non_float32_graph_output():
-    model = make_model([helper.make_node("Add", ["x", "z"], ["y"])],
-                       [("x", (3,), TensorProto.INT32), ("z", (3,), TensorProto.INT32)],
-                       [("y", (3,), TensorProto.INT32)])
-    with pytest.raises(UnsupportedDtypeError, match="graph output 'y' has dtype int32"):
+def test_unsupported_graph_output_dtype():
+    model = make_model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT8)],
+                       [("x", (3,))], [("y", (3,), TensorProto.INT8)])
+    with pytest.raises(UnsupportedDtypeError, match="graph output 'y' has dtype int8"):
         import_model(model)
 
 
-def test_node_reading_integer_data_names_node_and_tensor():
+def test_node_reading_unsupported_data_names_node_and_tensor():
     """Only reachable past clean-up (which folds all-constant nodes): lower directly."""
-    graph = dataclasses.replace(load_model(relu_model()), value_shapes={},
+    graph = dataclasses.replace(load_model(relu_model()), value_shapes={}, value_dtypes={},
                                 nodes=(helper.make_node("Relu", ["k"], ["y"], name="r"),),
+                                constants={"k": np.arange(3, dtype=np.float64)})
+    with pytest.raises(UnsupportedDtypeError,
+                       match=r"Relu node 'r' \(opset 13\) reads tensor 'k' of dtype float64"):
+        lower(graph)
+
+
+def test_node_given_a_type_it_does_not_take_names_node_and_tensor():
+    graph = dataclasses.replace(load_model(relu_model()), value_shapes={}, value_dtypes={},
+                                nodes=(helper.make_node("Exp", ["k"], ["y"], name="e"),),
                                 constants={"k": np.arange(3)})
     with pytest.raises(UnsupportedDtypeError,
-                       match=r"Relu node 'r' \(opset 13\) reads tensor 'k' of dtype int64"):
+                       match=r"Exp node 'e' \(opset 13\) reading 'k' \(int64\): exp does "
+                             "not take int64"):
         lower(graph)
 
 

@@ -312,8 +312,6 @@ def test_average_pool_1_as_opset_7():
      "mode='cubic'"),
     (6, [node("Add", ["x", "x2"])], (2, 3), ShapeError, "broadcast=1"),
     (6, [node("Mul", ["x", "w"], broadcast=1, axis=0)], (2, 3), ShapeError, "from axis 0"),
-    (9, [node("ArgMax", ["x"], ["i"]), node("Cast", ["i"], to=FLOAT)], (2, 3),
-     UnsupportedOpError, "int64"),
 ])
 def test_unsupported(opset, nodes, shape, error, match):
     inputs = [("x", shape), ("x2", (3,))] if "x2" in nodes[0].input else [("x", shape)]

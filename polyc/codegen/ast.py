@@ -8,14 +8,14 @@ affine accesses). The user node is annotated with an id naming its :class:`Insta
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 
 import islpy as isl
 
 from polyc.errors import CodegenError
 from polyc.islutil import flat_offset
-from polyc.scop.model import Scop, Statement
+from polyc.scop.model import Array, Scop, Statement
 
 
 def children(node: isl.AstNode) -> Iterator[isl.AstNode]:
@@ -48,10 +48,12 @@ class Instance:
 
 @dataclass(frozen=True)
 class LoopProgram:
-    """The AST of a whole schedule plus the instances its user nodes refer to."""
+    """The AST of a whole schedule plus the instances its user nodes refer to, and the
+    arrays (by name: dtype, shape) they access."""
 
     root: isl.AstNode
     instances: tuple[Instance, ...]
+    arrays: Mapping[str, Array] = field(default_factory=dict)
 
     def instance(self, node: isl.AstNode) -> Instance:
         return self.instances[int(node.get_annotation().get_name()[1:])]
@@ -93,7 +95,7 @@ def build_ast(scop: Scop, schedule: isl.Schedule) -> LoopProgram:
         raise CodegenError(f"isl AST generation failed: {err}") from err
     if failures:
         raise CodegenError(f"AST generation callback failed: {failures[0]!r}") from failures[0]
-    return LoopProgram(root, tuple(instances))
+    return LoopProgram(root, tuple(instances), {a.name: a for a in scop.arrays})
 
 
 def _context(scop: Scop) -> isl.Set:

@@ -5,8 +5,8 @@ Index arithmetic is i64. ``fdiv_q`` is floor division (rounds towards -inf), not
 Float arithmetic carries the ``reassoc`` and ``contract`` fast-math flags (FMA and
 vectorised reductions), and nothing that changes results on NaN or infinity. exp, log,
 tanh and sigmoid are :mod:`polyc.codegen.vecmath`'s polynomial builders, not libm calls,
-so loops using them vectorize. Truth values are floats (1.0 / 0.0), see
-``core.FUNCTIONS``.
+so loops using them vectorize. Comparisons give ``i1``; functions on other types are
+in :mod:`polyc.codegen.scalars`.
 """
 
 from __future__ import annotations
@@ -101,16 +101,9 @@ def _relu(b: ir.IRBuilder, x):
     return _call_intrinsic("llvm.maximum")(b, x, fconst(x.type, 0.0))
 
 
-def _truth(pred: str):
-    """A comparison as 1.0 / 0.0; ordered, so any NaN operand gives 0.0 (as numpy)."""
-    def emit(b: ir.IRBuilder, x, y):
-        return b.select(b.fcmp_ordered(pred, x, y), fconst(x.type, 1.0), fconst(x.type, 0.0))
-    return emit
-
-
-def _select(b: ir.IRBuilder, c, x, y):
-    """``x`` where ``c != 0`` (NaN included), else ``y``."""
-    return b.select(b.fcmp_unordered("!=", c, fconst(c.type, 0.0)), x, y)
+def _compare(pred: str):
+    """A comparison as ``i1``; ordered, so any NaN operand gives false (as numpy)."""
+    return lambda b, x, y: b.fcmp_ordered(pred, x, y)
 
 
 def _sign(b: ir.IRBuilder, x):
@@ -141,7 +134,8 @@ FLOAT_FUNCTIONS = {
     "round": _call_intrinsic("llvm.roundeven"),
     "sign": _sign,
     "pow": _call_intrinsic("llvm.pow"),  # powf from libm
-    "lt": _truth("<"), "le": _truth("<="), "gt": _truth(">"), "ge": _truth(">="),
-    "eq": _truth("=="),
-    "select": _select,
+    "fmod": lambda b, x, y: b.frem(x, y),  # C fmod
+    "lt": _compare("<"), "le": _compare("<="), "gt": _compare(">"), "ge": _compare(">="),
+    "eq": _compare("=="),
+    "select": lambda b, c, x, y: b.select(c, x, y),
 }

@@ -15,13 +15,14 @@ from collections.abc import Mapping
 import islpy as isl
 from llvmlite import ir
 
-from polyc.codegen import parallel, vector
+from polyc.codegen import parallel, scalars, vector
 from polyc.codegen.ast import LoopProgram, children
-from polyc.codegen.exprs import F32, FAST, FLOAT_FUNCTIONS, I1, I64, fconst, int_expr
+from polyc.codegen.exprs import FAST, I1, I64, int_expr
 from polyc.codegen.layout import ALIGN, BufferPlan, constant_symbol
 from polyc.errors import CodegenError
-from polyc.frontend.core import Call, Const
-from polyc.scop.model import Load, Scop
+from polyc.frontend.core import Call, Const, result_dtype
+from polyc.islutil import strides
+from polyc.scop.model import Load, LoadAt, Scop
 
 PTR = ir.PointerType()
 SHORT_LOOP = (16, 32)  # inner loops with this many iterations get loop_hints
@@ -129,6 +130,12 @@ def loop_hints(module: ir.Module) -> ir.MDValue:
     return loop_id
 
 
+def _lane_by_lane(instance) -> bool:
+    """Whether a statement instance must run scalar even under a vector mark: bounded
+    reads (a guard per element) and lookups (an address per element) load lane by lane."""
+    return any(instance.guards) or any(r.lookup is not None for r in instance.statement.reads)
+
+
 def _contains_loop(node: isl.AstNode) -> bool:
     """Whether ``node`` is a loop or has one below it."""
     return node.get_type() == isl.ast_node_type.for_ or any(
@@ -187,8 +194,8 @@ class _LoopEmitter:
 
     def for_(self, node: isl.AstNode) -> None:
         lanes = vector.lanes(node, self._offsets) if self.vector else None
-        if lanes is not None and any(self.program.instance(lanes.user).guards):
-            lanes = None  # bounded reads load lane by lane
+        if lanes is not None and _lane_by_lane(self.program.instance(lanes.user)):
+            lanes = None
         if lanes is not None:
             self.vector_user(lanes)
             return
@@ -298,45 +305,84 @@ class _LoopEmitter:
         instance = self.program.instance(lanes.user)
         statement = instance.statement
 
-        def load(k: int) -> ir.Value:
-            address = self._address(statement.reads[k].array, instance.reads[k])
+        def load(k: int, at=None) -> tuple[ir.Value, str]:
+            array = statement.reads[k].array
+            address = self._address(array, instance.reads[k])
+            element, dtype = self._memory_type(array), self._dtype(array)
             if lanes.strides[1 + k]:
-                return vector.load(b, address, mask)
-            return vector.splat(b, b.load(address, typ=F32, align=4))
+                value = vector.load(b, address, mask, element)
+                return scalars.from_memory(b, value, dtype), dtype
+            value = b.load(address, typ=element, align=scalars.alignment(element))
+            return vector.splat(b, scalars.from_memory(b, value, dtype)), dtype
 
-        value = self._body(statement.body, load, vector.VEC)
-        vector.store(b, value, self._address(statement.write.array, instance.write), mask)
+        value, dtype = self._body(statement.body, load, vector.LANES)
+        address = self._address(statement.write.array, instance.write)
+        vector.store(b, scalars.to_memory(b, value, dtype), address, mask)
 
     def user(self, node: isl.AstNode) -> None:
         instance = self.program.instance(node)
         statement = instance.statement
-        addresses = [self._address(a.array, off) for a, off in
-                     zip(statement.reads, instance.reads)]
+        addresses = [self._address(a.array, off) if a.lookup is None else None
+                     for a, off in zip(statement.reads, instance.reads)]
 
-        def load(k: int) -> ir.Value:
-            value = self.builder.load(addresses[k], typ=F32, align=4)
+        def load(k: int, at=None) -> tuple[ir.Value, str]:
+            access = statement.reads[k]
+            address = addresses[k] if at is None else self._lookup_address(
+                access, instance.reads[k], at)
+            element, dtype = self._memory_type(access.array), self._dtype(access.array)
+            loaded = self.builder.load(address, typ=element, align=scalars.alignment(element))
+            value = scalars.from_memory(self.builder, loaded, dtype)
             guard = instance.guards[k] if instance.guards else None
             if guard is None:
-                return value
+                return value, dtype
             inside = self.int_value(guard)
             if inside.type != I1:  # isl may print a condition as an integer
                 inside = self.builder.icmp_signed("!=", inside, ir.Constant(inside.type, 0))
-            return self.builder.select(inside, value, fconst(F32, statement.reads[k].fill))
+            fill = scalars.constant(value.type, dtype, access.fill)
+            return self.builder.select(inside, value, fill), dtype
 
-        value = self._body(statement.body, load, F32)
-        self.builder.store(value, self._address(statement.write.array, instance.write), align=4)
+        value, dtype = self._body(statement.body, load, None)
+        element = self._memory_type(statement.write.array)
+        self.builder.store(scalars.to_memory(self.builder, value, dtype),
+                           self._address(statement.write.array, instance.write),
+                           align=scalars.alignment(element))
+
+    def _dtype(self, array: str) -> str:
+        return self.program.arrays[array].dtype
+
+    def _memory_type(self, array: str) -> ir.Type:
+        return scalars.MEMORY[self._dtype(array)]
 
     def _address(self, array: str, offset: isl.AstExpr) -> ir.Value:
         return self.builder.gep(self.pointers[array], [self.int_value(offset)], inbounds=True,
-                                source_etype=F32)
+                                source_etype=self._memory_type(array))
 
-    def _body(self, expr, load, typ: ir.Type) -> ir.Value:
-        """The statement's value; ``load(k)`` gives the value of read ``k``."""
+    def _lookup_address(self, access, offset: isl.AstExpr, at: ir.Value) -> ir.Value:
+        """The element of a lookup read: ``offset`` (index 0 along the looked-up dim)
+        plus the index ``at`` (wrapped and clamped into the dim) times the dim's stride."""
+        b = self.builder
+        shape = self.program.arrays[access.array].shape
+        index = scalars.index_within(b, at, shape[access.lookup])
+        step = ir.Constant(I64, strides(shape)[access.lookup])
+        element = b.add(self.int_value(offset), b.mul(index, step))
+        return b.gep(self.pointers[access.array], [element], inbounds=True,
+                     source_etype=self._memory_type(access.array))
+
+    def _body(self, expr, load, lanes: int | None) -> tuple[ir.Value, str]:
+        """The value of a statement body and its dtype; ``load(k)`` (``load(k, at)`` for a
+        LoadAt) gives the value of read ``k`` and its dtype; ``lanes`` is None for scalar
+        code."""
         if isinstance(expr, Load):
             return load(expr.k)
+        if isinstance(expr, LoadAt):
+            at, _ = self._body(expr.at, load, lanes)
+            return load(expr.k, at)
         if isinstance(expr, Const):
-            return fconst(typ, float(expr.value))
+            typ = scalars.register_type(expr.dtype, lanes)
+            return scalars.constant(typ, expr.dtype, expr.value), expr.dtype
         if isinstance(expr, Call):
-            args = [self._body(arg, load, typ) for arg in expr.args]
-            return FLOAT_FUNCTIONS[expr.fn](self.builder, *args)
+            args = [self._body(arg, load, lanes) for arg in expr.args]
+            dtypes = tuple(dtype for _, dtype in args)
+            value = scalars.call(self.builder, expr.fn, [v for v, _ in args], dtypes)
+            return value, result_dtype(expr.fn, dtypes)
         raise TypeError(f"not a statement body: {expr!r}")

@@ -18,11 +18,11 @@ import islpy as isl
 from llvmlite import ir
 
 from polyc.codegen.exprs import F32, I1, I64
+from polyc.codegen.scalars import alignment
 
 LANES = 16
 MARK = "vector"
 REGISTER_TILE = "register_tile"  # the mark of a contraction's register tile (tiling)
-VEC = ir.VectorType(F32, LANES)
 MASK = ir.VectorType(I1, LANES)
 I32 = ir.IntType(32)
 op = isl.ast_expr_op_type
@@ -149,18 +149,32 @@ def lane_mask(b: ir.IRBuilder, init: ir.Value, bound: ir.Value) -> ir.Value:
     return b.icmp_signed("<=", lane, splat(b, b.sub(bound, init)))
 
 
-def load(b: ir.IRBuilder, address: ir.Value, mask: ir.Value | None) -> ir.Value:
+def _suffix(element: ir.Type) -> str:
+    """``f32``, ``i64``, ``i8``...: the element's part of an intrinsic's name."""
+    return "f32" if element == F32 else f"i{element.width}"
+
+
+def load(b: ir.IRBuilder, address: ir.Value, mask: ir.Value | None,
+         element: ir.Type = F32) -> ir.Value:
+    """LANES consecutive ``element`` values from ``address`` (the lanes off in ``mask``
+    are not read)."""
+    vec, align = ir.VectorType(element, LANES), alignment(element)
     if mask is None:
-        return b.load(address, typ=VEC, align=4)
-    fn = b.module.declare_intrinsic("llvm.masked.load.v16f32.p0", fnty=ir.FunctionType(
-        VEC, [ir.PointerType(), I32, MASK, VEC]))
-    return b.call(fn, [address, ir.Constant(I32, 4), mask, ir.Constant(VEC, None)])
+        return b.load(address, typ=vec, align=align)
+    fn = b.module.declare_intrinsic(
+        f"llvm.masked.load.v{LANES}{_suffix(element)}.p0",
+        fnty=ir.FunctionType(vec, [ir.PointerType(), I32, MASK, vec]))
+    return b.call(fn, [address, ir.Constant(I32, align), mask, ir.Constant(vec, None)])
 
 
 def store(b: ir.IRBuilder, value: ir.Value, address: ir.Value, mask: ir.Value | None) -> None:
+    """``value`` (a vector) to consecutive elements from ``address``, lanes in ``mask``."""
+    element = value.type.element
+    align = alignment(element)
     if mask is None:
-        b.store(value, address, align=4)
+        b.store(value, address, align=align)
         return
-    fn = b.module.declare_intrinsic("llvm.masked.store.v16f32.p0", fnty=ir.FunctionType(
-        ir.VoidType(), [VEC, ir.PointerType(), I32, MASK]))
-    b.call(fn, [value, address, ir.Constant(I32, 4), mask])
+    fn = b.module.declare_intrinsic(
+        f"llvm.masked.store.v{LANES}{_suffix(element)}.p0",
+        fnty=ir.FunctionType(ir.VoidType(), [value.type, ir.PointerType(), I32, MASK]))
+    b.call(fn, [value, address, ir.Constant(I32, align), mask])

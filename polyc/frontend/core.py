@@ -9,7 +9,9 @@ Only these records reach the polyhedral layer:
   or axis order (transpose); it has no storage and costs nothing.
 
 Expressions (:class:`Read`, :class:`Const`, :class:`Call`) are trees over reads of
-tensors at affine indices (:class:`Ix`) of the op's loop variables ``i0, i1, ...``.
+tensors at affine indices (:class:`Ix`) of the op's loop variables ``i0, i1, ...``;
+a :class:`Lookup` reads at an index computed at run time along one axis (a gather).
+Every tensor and every expression has a type among :data:`DTYPES` (``expr_dtype``).
 All records are frozen; passes build new ones.
 """
 
@@ -21,22 +23,70 @@ from types import MappingProxyType
 
 import numpy as np
 
-# Scalar functions a body expression may call, with their arity.
-# Truth values are float32 too: a comparison gives 1.0 or 0.0, and ``select(c, a, b)``
-# picks ``a`` where ``c != 0`` (so NaN counts as true, as in C).
+# The element types of tensors and expression values. bool is one byte in memory
+# (numpy bool_); int64/int32 arithmetic wraps around on overflow (two's complement).
+DTYPES = ("float32", "int64", "int32", "bool")
+INTEGER = ("int64", "int32")
+NUMERIC = ("float32", *INTEGER)
+
+# Scalar functions a body expression may call, with their arity. Their operand and
+# result types are in :func:`result_dtype`: comparisons give bool, ``select(c, a, b)``
+# takes a bool ``c``, ``cast_<dtype>`` converts any value (see :data:`CASTS`).
 FUNCTIONS = MappingProxyType({
     "neg": 1, "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "tanh": 1,
     "sigmoid": 1, "relu": 1, "erf": 1,
     "floor": 1, "ceil": 1,
     "round": 1,  # to nearest, ties to even (numpy.round)
     "sign": 1,   # -1, 0 or 1; NaN stays NaN
-    "add": 2, "sub": 2, "mul": 2, "div": 2,
+    "add": 2, "sub": 2, "mul": 2,
+    "div": 2,   # integers: truncated towards zero (C, onnxruntime); x / 0 is 0
+    "mod": 2,   # integers: the sign of the divisor (Python's %); x mod 0 is 0
+    "fmod": 2,  # the sign of the dividend (C fmod; integers: x fmod 0 is 0)
     "pow": 2,  # numpy.power on float32
-    "max": 2,  # NaN-propagating maximum (numpy.maximum)
-    "min": 2,  # NaN-propagating minimum (numpy.minimum)
-    "lt": 2, "le": 2, "gt": 2, "ge": 2, "eq": 2,  # 1.0 where true, else 0.0
+    "max": 2,  # NaN-propagating maximum (numpy.maximum); bool: or
+    "min": 2,  # NaN-propagating minimum (numpy.minimum); bool: and
+    "lt": 2, "le": 2, "gt": 2, "ge": 2, "eq": 2,  # bool; false when a NaN is compared
+    "and": 2, "or": 2, "xor": 2, "not": 1,        # on bool
     "select": 3,
+    "cast_float32": 1, "cast_int64": 1, "cast_int32": 1, "cast_bool": 1,
 })
+
+# How ``cast_<dtype>`` converts (as onnxruntime on x86-64): float -> integer truncates
+# towards zero, and NaN, infinities and values out of the target's range give its
+# minimum (-2**63 or -2**31); integer -> float rounds to nearest; int64 -> int32 wraps;
+# any -> bool is ``x != 0`` (NaN is true); bool -> any is 0 or 1.
+CASTS = MappingProxyType({f"cast_{dtype}": dtype for dtype in DTYPES})
+
+_FLOAT_ONLY = frozenset({"exp", "log", "sqrt", "tanh", "sigmoid", "erf", "floor", "ceil",
+                         "round", "pow"})
+_NUMERIC = frozenset({"neg", "abs", "relu", "sign", "add", "sub", "mul", "div", "fmod"})
+_COMPARISONS = frozenset({"lt", "le", "gt", "ge"})
+_LOGIC = frozenset({"and", "or", "xor", "not"})
+
+
+class DtypeError(TypeError):
+    """An expression whose operand types the function does not take."""
+
+
+def result_dtype(fn: str, operands: tuple[str, ...]) -> str:
+    """The type of ``fn(operands..)`` given the operands' types; DtypeError if ill-typed.
+
+    Operands of one function have one type (``select``: after its bool condition).
+    """
+    if fn in CASTS:
+        return CASTS[fn]
+    values = operands[1:] if fn == "select" else operands
+    if fn == "select" and operands[0] != "bool":
+        raise DtypeError(f"select needs a bool condition, got {operands[0]}")
+    if len(set(values)) != 1:
+        raise DtypeError(f"{fn} needs its operands to have one dtype, got {', '.join(operands)}")
+    dtype = values[0]
+    allowed = (("float32",) if fn in _FLOAT_ONLY else NUMERIC if fn in _NUMERIC | _COMPARISONS
+               else INTEGER if fn == "mod" else ("bool",) if fn in _LOGIC else DTYPES)
+    if dtype not in allowed:
+        raise DtypeError(f"{fn} does not take {dtype} operands (only {', '.join(allowed)})")
+    return "bool" if fn in _COMPARISONS or fn == "eq" else dtype
+
 
 # Combiners a Reduce may use, with the identity the frontend usually initialises to.
 COMBINERS = MappingProxyType({"add": 0.0, "mul": 1.0, "max": float("-inf"),
@@ -44,6 +94,18 @@ COMBINERS = MappingProxyType({"add": 0.0, "mul": 1.0, "max": float("-inf"),
 
 # What a Read gives at an index outside its tensor (per dim, see Read).
 OUTSIDE = ("error", "fill", "edge", "reflect")
+
+
+def identity(combiner: str, dtype: str = "float32") -> Const:
+    """The identity of ``combiner`` on ``dtype`` (max/min on integers: their limits;
+    on bool: false/true)."""
+    if dtype == "float32":
+        return Const(COMBINERS[combiner])
+    if dtype == "bool":
+        return Const(combiner in ("mul", "min"), "bool")
+    info = np.iinfo(dtype)
+    value = {"add": 0, "mul": 1, "max": int(info.min), "min": int(info.max)}[combiner]
+    return Const(value, dtype)
 
 
 @dataclass(frozen=True)
@@ -109,10 +171,46 @@ class Read:
 
 @dataclass(frozen=True)
 class Const:
-    value: float
+    """A constant ``value`` of ``dtype`` (float32 by default)."""
+
+    value: float | int | bool
+    dtype: str = "float32"
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {self.dtype!r}")
+
+    @staticmethod
+    def of(value, dtype: str) -> Const:
+        """``value`` (a number or numpy scalar) converted to ``dtype``."""
+        convert = {"float32": float, "bool": bool}.get(dtype, int)
+        return Const(convert(value), dtype)
 
     def __str__(self) -> str:
-        return repr(float(self.value))
+        if self.dtype == "float32":
+            return repr(float(self.value))
+        return f"{self.dtype}({self.value})"
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """``tensor[index]`` with the index along ``axis`` given at run time: the value of
+    the integer expression ``at`` (a gather). ``index[axis]`` is unused.
+
+    A negative value counts from the end (``v + size``, as ONNX Gather); a value still
+    outside ``[0, size)`` is clamped into it, so a bad index reads a wrong element of
+    the tensor, never memory outside it. ``tensor`` must have storage (not a View).
+    """
+
+    tensor: str
+    index: tuple[Ix, ...]
+    axis: int
+    at: Expr
+
+    def __str__(self) -> str:
+        parts = [str(ix) for ix in self.index]
+        parts[self.axis] = f"<{self.at}>"
+        return f"{self.tensor}[{', '.join(parts)}]"
 
 
 @dataclass(frozen=True)
@@ -131,16 +229,31 @@ class Call:
         return f"{self.fn}({', '.join(map(str, self.args))})"
 
 
-Expr = Read | Const | Call
+Expr = Read | Const | Call | Lookup
 
 
-def reads(expr: Expr) -> list[Read]:
-    """Every :class:`Read` in ``expr``, left to right."""
+def reads(expr: Expr) -> list[Read | Lookup]:
+    """Every :class:`Read` and :class:`Lookup` in ``expr``, left to right (a Lookup
+    before the reads of its ``at``)."""
     if isinstance(expr, Read):
         return [expr]
+    if isinstance(expr, Lookup):
+        return [expr, *reads(expr.at)]
     if isinstance(expr, Call):
         return [r for arg in expr.args for r in reads(arg)]
     return []
+
+
+def expr_dtype(expr: Expr, tensor_dtype) -> str:
+    """The type of ``expr``; ``tensor_dtype(name)`` gives a tensor's. DtypeError when a
+    function gets operands it does not take, or a Lookup an index that is no integer."""
+    if isinstance(expr, (Read, Lookup)):
+        if isinstance(expr, Lookup) and expr_dtype(expr.at, tensor_dtype) not in INTEGER:
+            raise DtypeError(f"the index of {expr} must be an integer")
+        return tensor_dtype(expr.tensor)
+    if isinstance(expr, Const):
+        return expr.dtype
+    return result_dtype(expr.fn, tuple(expr_dtype(a, tensor_dtype) for a in expr.args))
 
 
 @dataclass(frozen=True)
@@ -234,7 +347,7 @@ Op = Map | Reduce | View
 class TensorInfo:
     name: str
     shape: tuple[int, ...]
-    dtype: str = "float32"
+    dtype: str = "float32"  # one of DTYPES
 
     def __str__(self) -> str:
         return f"{self.name}: {self.dtype}{list(self.shape)}"
@@ -245,7 +358,8 @@ class Graph:
     """A model in core ops: what the frontend hands to the SCoP builder.
 
     ``tensors`` describes every tensor name used (inputs, outputs, constants,
-    intermediates); ``constants`` holds the values of weights (float32 arrays).
+    intermediates), each of a dtype in :data:`DTYPES`; ``constants`` holds the values
+    of weights (numpy arrays of those dtypes).
     Graph outputs are always written by a Map or Reduce (never a View, input or
     constant: the frontend inserts a copy).
     """

@@ -1,7 +1,8 @@
 """A plain numpy interpreter of the core Graph: the reference for tests and for
 debugging miscompiles. Correctness over speed: each op is evaluated over its whole
-iteration box at once with numpy index arrays; float32 throughout, IEEE semantics
-(no warnings for overflow, 0/0 or log(0)).
+iteration box at once with numpy index arrays; every value in its dtype (float32
+with IEEE semantics, no warnings for overflow, 0/0 or log(0); wrapping integers; the
+integer division, modulo and casts of ``core.FUNCTIONS`` / ``core.CASTS``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 
 from polyc.errors import InputError
 from polyc.frontend import core
-from polyc.frontend.core import Call, Const, Graph, Ix, Map, Read, Reduce, View
+from polyc.frontend.core import Call, Const, Graph, Ix, Lookup, Map, Read, Reduce, View
 
 F32 = np.float32
 
@@ -25,21 +26,62 @@ def _sigmoid(x):
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
-def _truth(compare):
-    return lambda x, y: compare(x, y).astype(F32)
+def _int_div(x, d):
+    """Truncated division; x / 0 = 0 (and MIN / -1 wraps to MIN)."""
+    x, d = np.broadcast_arrays(np.asarray(x), np.asarray(d))
+    safe = np.where(d == 0, 1, d)
+    quotient = np.abs(x) // np.abs(safe) * np.where((x < 0) != (safe < 0), -1, 1)
+    return np.where(d == 0, 0, quotient.astype(x.dtype))
 
 
-# The numpy meaning of every core function (see core.FUNCTIONS).
+def _int_fmod(x, d):
+    """C's remainder (the sign of x); x % 0 = 0."""
+    safe = np.where(np.asarray(d) == 0, 1, d)
+    return np.where(np.asarray(d) == 0, 0, np.fmod(x, safe)).astype(np.asarray(x).dtype)
+
+
+def _int_mod(x, d):
+    """Python's remainder (the sign of d); x % 0 = 0."""
+    safe = np.where(np.asarray(d) == 0, 1, d)
+    return np.where(np.asarray(d) == 0, 0, np.mod(x, safe)).astype(np.asarray(x).dtype)
+
+
+def _cast(dtype: str):
+    """``core.CASTS``: float -> integer truncates, NaN and out-of-range give the minimum."""
+    def convert(x):
+        x = np.asarray(x)
+        if dtype == "bool":
+            return x != 0
+        if x.dtype == F32 and dtype != "float32":
+            limit = 2.0 ** (np.iinfo(dtype).bits - 1)
+            inside = (x >= -limit) & (x < limit)
+            return np.where(inside, np.trunc(np.where(inside, x, 0)), -limit).astype(dtype)
+        return x.astype(dtype)
+    return convert
+
+
+def _integer(x) -> bool:
+    return np.asarray(x).dtype.kind == "i"
+
+
+# The numpy meaning of every core function (see core.FUNCTIONS); numpy's results keep
+# the operands' dtype (float32 operands give float32).
 NUMPY_FUNCTIONS = {
     "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
-    "tanh": np.tanh, "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, F32(0)),
+    "tanh": np.tanh, "sigmoid": _sigmoid,
+    "relu": lambda x: np.maximum(x, np.zeros((), np.asarray(x).dtype)),
     "erf": lambda x: _erf(np.asarray(x, np.float64)),
     "floor": np.floor, "ceil": np.ceil, "round": np.round, "sign": np.sign,
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+    "add": np.add, "sub": np.subtract, "mul": np.multiply,
+    "div": lambda x, d: _int_div(x, d) if _integer(x) else np.divide(x, d),
+    "mod": _int_mod,
+    "fmod": lambda x, d: _int_fmod(x, d) if _integer(x) else np.fmod(x, d),
     "pow": np.power, "max": np.maximum, "min": np.minimum,
-    "lt": _truth(np.less), "le": _truth(np.less_equal), "gt": _truth(np.greater),
-    "ge": _truth(np.greater_equal), "eq": _truth(np.equal),
-    "select": lambda c, x, y: np.where(np.asarray(c) != 0, x, y),
+    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+    "eq": np.equal,
+    "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor, "not": np.logical_not,
+    "select": np.where,
+    **{name: _cast(dtype) for name, dtype in core.CASTS.items()},
 }
 
 # The numpy ufunc of every Reduce combiner (see core.COMBINERS).
@@ -47,13 +89,15 @@ NUMPY_COMBINERS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": 
 
 
 def evaluate(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run ``graph`` on ``inputs`` (name -> float32 array); the outputs by name."""
-    values: dict[str, np.ndarray] = {n: np.asarray(v, F32) for n, v in graph.constants.items()}
+    """Run ``graph`` on ``inputs`` (name -> array of the input's dtype); the outputs by
+    name."""
+    values: dict[str, np.ndarray] = dict(graph.constants)
     values.update(_checked_inputs(graph, inputs))
     with np.errstate(all="ignore"):
         for op in graph.ops:
-            values[op.out] = _run(op, values, graph.tensors[op.out].shape)
-    return {t.name: np.array(values[t.name], dtype=F32) for t in graph.outputs}
+            info = graph.tensors[op.out]
+            values[op.out] = _run(op, values, info.shape, np.dtype(info.dtype))
+    return {t.name: np.array(values[t.name], dtype=t.dtype) for t in graph.outputs}
 
 
 def _checked_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -62,8 +106,9 @@ def _checked_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str,
         if info.name not in inputs:
             raise InputError(f"missing input '{info.name}' ({info})")
         value = np.asarray(inputs[info.name])
-        if value.dtype != F32:
-            raise InputError(f"input '{info.name}' has dtype {value.dtype}, expected float32")
+        if value.dtype != np.dtype(info.dtype):
+            raise InputError(f"input '{info.name}' has dtype {value.dtype}, expected "
+                             f"{info.dtype}")
         if value.shape != info.shape:
             raise InputError(f"input '{info.name}' has shape {list(value.shape)}, "
                              f"expected {list(info.shape)}")
@@ -71,12 +116,12 @@ def _checked_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str,
     return checked
 
 
-def _run(op: core.Op, values, shape: tuple[int, ...]) -> np.ndarray:
+def _run(op: core.Op, values, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     if isinstance(op, View):
         return _view(op, values[op.src], shape)
     if isinstance(op, Map):
-        return _full(_expr(op.expr, values, _grid(op.shape)), op.shape)
-    return _reduce(op, values)
+        return _full(_expr(op.expr, values, _grid(op.shape)), op.shape, dtype)
+    return _reduce(op, values, dtype)
 
 
 def _view(op: View, src: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -90,8 +135,8 @@ def _grid(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
     return np.indices(shape, sparse=True) if shape else ()
 
 
-def _full(value, shape: tuple[int, ...]) -> np.ndarray:
-    return np.array(np.broadcast_to(np.asarray(value, F32), shape), dtype=F32)
+def _full(value, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    return np.array(np.broadcast_to(np.asarray(value, dtype), shape), dtype=dtype)
 
 
 def _index(ix: Ix, grid) -> np.ndarray | int:
@@ -107,12 +152,25 @@ def _expr(expr: core.Expr, values, grid):
         array = values[expr.tensor]
         index = tuple(_index(ix, grid) for ix in expr.index)
         return _read_outside(expr, array, index) if expr.bounded else array[index]
+    if isinstance(expr, Lookup):
+        return _lookup(expr, values, grid)
     if isinstance(expr, Const):
-        return F32(expr.value)
+        return np.asarray(expr.value, dtype=expr.dtype)
     if isinstance(expr, Call):
         args = [_expr(a, values, grid) for a in expr.args]
-        return np.asarray(NUMPY_FUNCTIONS[expr.fn](*args), dtype=F32)
+        return np.asarray(NUMPY_FUNCTIONS[expr.fn](*args))
     raise TypeError(f"not a core expression: {expr!r}")
+
+
+def _lookup(expr: Lookup, values, grid) -> np.ndarray:
+    """``tensor[index]`` with the index along ``axis`` read from ``at``: negative ones
+    count from the end, then clamped into the axis (see core.Lookup)."""
+    array = values[expr.tensor]
+    n = array.shape[expr.axis]
+    at = np.asarray(_expr(expr.at, values, grid)).astype(np.int64)
+    index = [_index(ix, grid) for ix in expr.index]
+    index[expr.axis] = np.clip(np.where(at < 0, at + n, at), 0, n - 1)
+    return array[tuple(np.broadcast_arrays(*index))]
 
 
 def _read_outside(read: Read, array: np.ndarray, index) -> np.ndarray:
@@ -127,21 +185,23 @@ def _read_outside(read: Read, array: np.ndarray, index) -> np.ndarray:
         inside = inside & (ix >= 0) & (ix < size)
         moved.append(np.clip(ix, 0, size - 1))
     value = array[tuple(moved)]
-    return np.where(inside, value, F32(read.fill)) if read.outside == "fill" else value
+    if read.outside != "fill":
+        return value
+    return np.where(inside, value, np.asarray(read.fill).astype(array.dtype))
 
 
-def _reduce(op: Reduce, values) -> np.ndarray:
+def _reduce(op: Reduce, values, dtype: np.dtype) -> np.ndarray:
     """init over out_shape, then every point of the box combined into out[out_index]."""
-    out = _full(_expr(op.init, values, _grid(op.out_shape)), op.out_shape)
+    out = _full(_expr(op.init, values, _grid(op.out_shape)), op.out_shape, dtype)
     if 0 in op.extents:
         return out  # the loop body never runs
     grid = _grid(op.extents)
-    body = _full(_expr(op.expr, values, grid), op.extents)
+    body = _full(_expr(op.expr, values, grid), op.extents, dtype)
     ufunc = NUMPY_COMBINERS[op.combiner]
     reduced = _reduced_variables(op)
     if reduced is not None:
         partial = ufunc.reduce(body, axis=reduced) if reduced else body
-        return ufunc(out, partial.reshape(op.out_shape), dtype=F32)
+        return ufunc(out, partial.reshape(op.out_shape), dtype=dtype)
     index = tuple(np.broadcast_to(_index(ix, grid), op.extents) for ix in op.out_index)
     ufunc.at(out, index, body)
     return out

@@ -2,14 +2,15 @@
 
 ``load_model`` turns a path, bytes or ``onnx.ModelProto`` into an :class:`OnnxGraph`:
 the checked, shape-inferred node list with the model's weights as numpy arrays and
-static float32 graph inputs. Everything a later step needs from the protobuf is here.
+static graph inputs of the dtypes polyc computes with (float32, int64, int32, bool).
+Everything a later step needs from the protobuf is here.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,13 +22,15 @@ from polyc.errors import ModelError, ShapeError, UnsupportedDtypeError
 from polyc.frontend.core import TensorInfo
 
 MIN_OPSET = 6  # older models: each op accepts only the versions it registers
-FLOAT = onnx.TensorProto.FLOAT
-INTEGER_TYPES = (onnx.TensorProto.INT64, onnx.TensorProto.INT32)
+# The element types of graph inputs and outputs (polyc.frontend.core.DTYPES).
+TENSOR_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.INT64, onnx.TensorProto.INT32,
+                onnx.TensorProto.BOOL)
+SUPPORTED = "float32, int64, int32 and bool"
 
 
 @dataclass(frozen=True)
 class OnnxGraph:
-    """A checked ONNX graph with static float32 inputs, ready for clean-up and lowering.
+    """A checked ONNX graph with static inputs, ready for clean-up and lowering.
 
     ``value_shapes`` holds what shape inference found for each value (``None`` for a
     dim it could not determine); a value of unknown rank is absent.
@@ -39,11 +42,11 @@ class OnnxGraph:
     opset_imports: tuple[tuple[str, int], ...]
     nodes: tuple[onnx.NodeProto, ...]
     inputs: tuple[TensorInfo, ...]  # graph inputs that are not initializers, in order
-                                    # (float32, or int64/int32 that lowering rejects)
     outputs: tuple[str, ...]        # graph output names, in order
     constants: Mapping[str, np.ndarray]
     value_shapes: Mapping[str, tuple[int | None, ...]]
     model_hash: str
+    value_dtypes: Mapping[str, str] = field(default_factory=dict)  # from type inference
     notes: tuple[str, ...] = ()
 
 
@@ -52,7 +55,7 @@ def load_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None) -> O
 
     Raises ModelError (unreadable, unparsable, fails onnx.checker, opset out of range),
     ShapeError (symbolic input dim, failed shape inference) or UnsupportedDtypeError
-    (a graph input or output that is not float32).
+    (a graph input or output that is not float32, int64, int32 or bool).
     """
     proto, source = _read(model)
     _check(proto, source)
@@ -77,6 +80,7 @@ def load_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None) -> O
         constants=constants,
         value_shapes=value_shapes_of(graph),
         model_hash=model_hash,
+        value_dtypes=value_dtypes_of(graph),
     )
 
 
@@ -193,21 +197,21 @@ def _tensor_type(value: onnx.ValueInfoProto, role: str):
     if not value.type.HasField("tensor_type"):
         kind = value.type.WhichOneof("value") or "unknown"
         raise UnsupportedDtypeError(f"graph {role} '{value.name}' is of {kind} type; "
-                                    "polyc compiles float32 tensors only")
+                                    f"polyc compiles {SUPPORTED} tensors only")
     return value.type.tensor_type
 
 
 def _static_input(value: onnx.ValueInfoProto) -> TensorInfo:
     """The input as a static TensorInfo, or the error saying what is missing.
 
-    Integer inputs pass here: lowering then says which node needs them as a constant
-    (a Reshape shape, Reduce axes) or cannot read them as data.
+    Integer inputs pass here also where a node needs a constant (a Reshape shape,
+    Reduce axes): lowering then says which node.
     """
     ttype = _tensor_type(value, "input")
-    if ttype.elem_type not in (FLOAT, *INTEGER_TYPES):
+    if ttype.elem_type not in TENSOR_TYPES:
         raise UnsupportedDtypeError(
             f"graph input '{value.name}' has dtype {dtype_name(ttype.elem_type)}; "
-            "polyc compiles float32 only")
+            f"polyc compiles {SUPPORTED} only")
     if not ttype.HasField("shape"):
         raise ShapeError(f"graph input '{value.name}' has no shape; give one with "
                          f"shapes={{'{value.name}': (d0, d1, ...)}} "
@@ -226,10 +230,19 @@ def _static_input(value: onnx.ValueInfoProto) -> TensorInfo:
 
 def _check_output_dtype(value: onnx.ValueInfoProto) -> None:
     ttype = _tensor_type(value, "output")
-    if ttype.elem_type not in (FLOAT, onnx.TensorProto.UNDEFINED):
+    if ttype.elem_type not in (*TENSOR_TYPES, onnx.TensorProto.UNDEFINED):
         raise UnsupportedDtypeError(
             f"graph output '{value.name}' has dtype {dtype_name(ttype.elem_type)}; "
-            "polyc compiles float32 only")
+            f"polyc compiles {SUPPORTED} only")
+
+
+def value_dtypes_of(graph: onnx.GraphProto) -> dict[str, str]:
+    """The element type that inference found for each value (where it found one)."""
+    dtypes = {}
+    for value in [*graph.input, *graph.value_info, *graph.output]:
+        if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type:
+            dtypes[value.name] = dtype_name(value.type.tensor_type.elem_type)
+    return dtypes
 
 
 def value_shapes_of(graph: onnx.GraphProto) -> dict[str, tuple[int | None, ...]]:

@@ -23,7 +23,7 @@ from polyc.frontend.ops.registry import attribute_values, node_name
 
 
 def lower(graph: OnnxGraph) -> Graph:
-    """The core-op Graph of ``graph`` (inputs static float32, clean-up done)."""
+    """The core-op Graph of ``graph`` (static inputs, clean-up done)."""
     check_supported(graph)
     ctx = LoweringContext(graph)
     for index, node in enumerate(graph.nodes):
@@ -70,8 +70,6 @@ class LoweringContext:
             self._define(info.name, info)
         for name, value in graph.constants.items():
             core_name = self.fresh("const") if name in graph.outputs else name
-            if value.dtype == np.bool_:  # truth values are float32 0/1 in the core ops
-                value = value.astype(np.float32)
             self._constants[core_name] = value
             self._define(name, TensorInfo(core_name, tuple(value.shape), value.dtype.name))
 
@@ -94,6 +92,18 @@ class LoweringContext:
         """The ShapeError for the current node."""
         return self._node.shape_error(detail)
 
+    def dtype_error(self, detail: str):
+        """The UnsupportedDtypeError for the current node (``detail`` follows its name)."""
+        return self._node.dtype_error(detail)
+
+    def constant(self, value: np.ndarray, label: str) -> TensorInfo:
+        """A new constant tensor holding ``value`` (of a dtype in ``core.DTYPES``)."""
+        name = self.fresh(label)
+        self._constants[name] = value
+        info = TensorInfo(name, tuple(value.shape), value.dtype.name)
+        self._tensors[name] = info
+        return info
+
     def int_values(self, tensor: TensorInfo, role: str) -> tuple[int, ...]:
         """The values of a shape-like input, which must be an integer constant."""
         value = self._constants.get(tensor.name)
@@ -108,12 +118,20 @@ class LoweringContext:
         return tuple(int(v) for v in value.reshape(-1))
 
     def constant_value(self, tensor: TensorInfo | None):
-        """The value of ``tensor`` when it is a constant (bool ones as float32 0/1), else
-        None (also for None)."""
+        """The value of ``tensor`` when it is a constant, else None (also for None)."""
         return None if tensor is None else self._constants.get(tensor.name)
 
     def is_graph_input(self, tensor: TensorInfo) -> bool:
         return tensor.name in self._graph_inputs
+
+    def stored(self, tensor: TensorInfo) -> TensorInfo:
+        """``tensor`` itself when it has storage (an input, constant, Map or Reduce),
+        else (a View) a copy of it: what a :class:`core.Lookup` may read."""
+        producer = self._producer.get(tensor.name)
+        if producer is None or not isinstance(self._ops[producer], View):
+            return tensor
+        return self.map(tensor.shape, Read(tensor.name, core.identity_index(len(tensor.shape))),
+                        label="copy")
 
     def map(self, shape, expr: core.Expr, *, label: str) -> TensorInfo:
         """Emit ``out[i] = expr`` over ``shape``; the new tensor ``out``."""
@@ -168,9 +186,9 @@ class LoweringContext:
         for name in self._graph.outputs:
             self._write_output(name)
         for info in self._graph.inputs:
-            if info.dtype != "float32":
+            if info.dtype not in core.DTYPES:
                 raise UnsupportedDtypeError(f"graph input '{info.name}' has dtype "
-                                            f"{info.dtype}; polyc compiles float32 only")
+                                            f"{info.dtype}; polyc compiles {_DTYPE_LIST}")
         self._ops = _without_unread_ops(self._ops, set(self._graph.outputs))
         used = {t for op in self._ops for t in (op.out, *op.inputs)}
         names = [t.name for t in self._graph.inputs] + [n for n in self._tensors if n in used]
@@ -203,7 +221,7 @@ class LoweringContext:
     def _emit(self, op: core.Op, shape: tuple[int, ...]) -> TensorInfo:
         for name in op.inputs:
             self._check_data(name)
-        info = TensorInfo(op.out, shape, "float32")
+        info = TensorInfo(op.out, shape, self._result_dtype(op))
         self._tensors[op.out] = info
         self._producer[op.out] = len(self._ops)
         self._ops.append(op)
@@ -211,14 +229,30 @@ class LoweringContext:
 
     def _check_data(self, name: str) -> None:
         dtype = self._tensors[name].dtype
-        if dtype != "float32":
+        if dtype not in core.DTYPES:
             raise UnsupportedDtypeError(
                 f"{self._node.op_type} node '{self._node.name}' (opset {self.opset}) reads "
-                f"tensor '{name}' of dtype {dtype}; polyc compiles float32 data only")
+                f"tensor '{name}' of dtype {dtype}; polyc compiles {_DTYPE_LIST} data only")
+
+    def _result_dtype(self, op: core.Op) -> str:
+        """The dtype of what ``op`` writes; UnsupportedDtypeError naming the node when
+        its expressions are ill-typed (an op given operands of a type it cannot take)."""
+        if isinstance(op, View):
+            return self._tensors[op.src].dtype
+        dtype_of = lambda name: self._tensors[name].dtype  # noqa: E731
+        try:
+            if isinstance(op, Map):
+                return core.expr_dtype(op.expr, dtype_of)
+            init = core.expr_dtype(op.init, dtype_of)
+            return core.result_dtype(op.combiner, (init, core.expr_dtype(op.expr, dtype_of)))
+        except core.DtypeError as error:
+            inputs = ", ".join(f"'{t}' ({dtype_of(t)})" for t in op.inputs) or "no tensor"
+            raise self.dtype_error(f"reading {inputs}: {error}") from None
 
     def _bind(self, onnx_name: str, tensor: TensorInfo) -> None:
         """Give the node's result ``tensor`` the ONNX name ``onnx_name``."""
         self._check_inferred_shape(onnx_name, tensor.shape)
+        self._check_inferred_dtype(onnx_name, tensor.dtype)
         if self._producer.get(tensor.name, -1) < self._node_start:
             tensor = self.view(tensor, tensor.shape, label="identity")
         producer = self._ops[self._producer[tensor.name]]
@@ -248,6 +282,14 @@ class LoweringContext:
                              "every output to be computed by the graph")
         self._copy(self._input(name), name)
 
+    def _check_inferred_dtype(self, onnx_name: str, dtype: str) -> None:
+        inferred = self._graph.value_dtypes.get(onnx_name)
+        if inferred is not None and inferred != dtype:
+            raise UnsupportedDtypeError(
+                f"{self._node.op_type} node '{self._node.name}' (opset {self.opset}): output "
+                f"'{onnx_name}' lowered with dtype {dtype}, but ONNX type inference gives "
+                f"{inferred}")
+
     def _check_inferred_shape(self, onnx_name: str, shape: tuple[int, ...]) -> None:
         inferred = self._graph.value_shapes.get(onnx_name)
         if inferred is None:
@@ -258,6 +300,9 @@ class LoweringContext:
             dims = [d if d is not None else "?" for d in inferred]
             raise self.shape_error(f"output '{onnx_name}' lowered with shape {list(shape)}, "
                                    f"but ONNX shape inference gives {dims}")
+
+
+_DTYPE_LIST = ", ".join(core.DTYPES)
 
 
 def _without_unread_ops(ops: list[core.Op], outputs: set[str]) -> list[core.Op]:
@@ -281,7 +326,10 @@ def _onnx_names(graph: OnnxGraph) -> set[str]:
 
 def _renamed_expr(expr: core.Expr, old: str, new: str) -> core.Expr:
     if isinstance(expr, Read):
-        return Read(new, expr.index) if expr.tensor == old else expr
+        return dataclasses.replace(expr, tensor=new) if expr.tensor == old else expr
+    if isinstance(expr, core.Lookup):
+        tensor = new if expr.tensor == old else expr.tensor
+        return dataclasses.replace(expr, tensor=tensor, at=_renamed_expr(expr.at, old, new))
     if isinstance(expr, Call):
         return Call(expr.fn, tuple(_renamed_expr(a, old, new) for a in expr.args))
     return expr
@@ -302,8 +350,8 @@ def check_graph(graph: Graph) -> None:
     """Assert the invariants later stages rely on (ValueError naming the culprit).
 
     Every tensor used is described in ``tensors``; each is written by exactly one op,
-    after which it is read; graph outputs are written by a Map or Reduce; constants are
-    float32.
+    after which it is read; graph outputs are written by a Map or Reduce; constants have
+    their tensor's dtype, one of ``core.DTYPES``.
     """
     written = {t.name for t in graph.inputs} | set(graph.constants)
     for op in graph.ops:
@@ -322,6 +370,7 @@ def check_graph(graph: Graph) -> None:
             raise ValueError(  # noqa: TRY004 - a broken invariant, not a wrong argument type
                 f"graph output '{out.name}' is not written by a Map or Reduce")
     for name, value in graph.constants.items():
-        if value.dtype != np.float32:
-            raise ValueError(f"constant '{name}' has dtype {value.dtype}, not float32")
+        if value.dtype.name not in core.DTYPES or value.dtype.name != graph.tensors[name].dtype:
+            raise ValueError(f"constant '{name}' has dtype {value.dtype}, not its tensor's "
+                             f"{graph.tensors[name].dtype}")
 

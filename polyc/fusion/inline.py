@@ -24,7 +24,7 @@ from dataclasses import replace
 from polyc.frontend.core import Call
 from polyc.fusion.groups import canonical_policy
 from polyc.islutil import union_of
-from polyc.scop.model import Access, Load, Scop, Statement
+from polyc.scop.model import Access, Load, LoadAt, Scop, Statement
 
 
 def inline_temporaries(scop: Scop, *, policy: str = "smart") -> tuple[Scop, tuple[str, ...]]:
@@ -121,9 +121,12 @@ def _inline(producer: Statement, consumer: Statement) -> Statement:
 
 
 def _renumber(body, load):
-    """``body`` with every ``Load(j)`` replaced by ``load(j)``."""
+    """``body`` with every ``Load(j)`` replaced by ``load(j)`` (and the read of every
+    ``LoadAt(j, ..)`` renumbered as ``load(j)`` says)."""
     if isinstance(body, Load):
         return load(body.k)
+    if isinstance(body, LoadAt):  # never a read of the inlined array: it stays a Load
+        return LoadAt(load(body.k).k, _renumber(body.at, load))
     if isinstance(body, Call):
         return Call(body.fn, tuple(_renumber(a, load) for a in body.args))
     return body

@@ -45,9 +45,10 @@ MAX_MERGED_SCCS = 16  # a stuck group with more SCCs is cut between all of them
 MAX_SATISFYING_ROWS = 8  # rows past the permutable ones, per group, before giving up
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Edge:
-    """One basic dependence polyhedron and its Farkas coefficient set."""
+    """One basic dependence polyhedron and its Farkas coefficient set. Edges compare and
+    hash by identity: hashing the isl sets took minutes for a 6-D reduction's edges."""
 
     src: str
     dst: str

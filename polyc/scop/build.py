@@ -5,6 +5,9 @@
   an update statement ``out[o(i)] = combine(out[o(i)], f(..))`` over the loop box;
 - ``View``                              -> no statement: reads of the view are
   composed with the view's (quasi-)affine index map onto the array that has storage.
+
+A ``Lookup`` (an index computed at run time) becomes a ``LoadAt`` whose access reads
+the whole indexed dim: dependences stay exact in the other dims and safe in that one.
 """
 
 from __future__ import annotations
@@ -13,7 +16,21 @@ import re
 
 import islpy as isl
 
-from polyc.frontend.core import Call, Const, Graph, Map, Read, Reduce, View, identity_index
+from polyc.errors import UnsupportedDtypeError
+from polyc.frontend.core import (
+    Call,
+    Const,
+    DtypeError,
+    Graph,
+    Ix,
+    Lookup,
+    Map,
+    Read,
+    Reduce,
+    View,
+    expr_dtype,
+    identity_index,
+)
 from polyc.islutil import (
     box,
     identity_schedule,
@@ -22,9 +39,10 @@ from polyc.islutil import (
     reshape_map,
     sequence,
     set_space,
+    spread_dim,
     transpose_map,
 )
-from polyc.scop.model import Access, Array, Load, Scop, Statement
+from polyc.scop.model import Access, Array, Load, LoadAt, Scop, Statement
 
 
 def build_scop(graph: Graph, *, ctx: isl.Context | None = None) -> Scop:
@@ -126,6 +144,7 @@ class _Builder:
         write = self._access(domain, op.out, out_index)
         reads: list[Access] = []
         body = self._lower_body(expr, domain, reads)
+        self._check_dtype(name, op.out, expr)
         self.statements.append(Statement(name, domain, write, tuple(reads), body, position,
                                          op.node))
 
@@ -163,8 +182,37 @@ class _Builder:
         if isinstance(expr, Read):
             reads.append(self._access(domain, expr.tensor, expr.index, expr))
             return Load(len(reads) - 1)
+        if isinstance(expr, Lookup):
+            reads.append(self._lookup_access(domain, expr))
+            k = len(reads) - 1
+            return LoadAt(k, self._lower_body(expr.at, domain, reads))
         if isinstance(expr, Call):
             return Call(expr.fn, tuple(self._lower_body(a, domain, reads) for a in expr.args))
         if isinstance(expr, Const):
             return expr
         raise TypeError(f"not a core expression: {expr!r}")
+
+    def _check_dtype(self, statement: str, tensor: str, expr) -> None:
+        """The value ``expr`` has the dtype of the tensor it is stored in."""
+        tensors = self.graph.tensors
+        try:
+            dtype = expr_dtype(expr, lambda name: tensors[name].dtype)
+        except DtypeError as error:
+            raise UnsupportedDtypeError(f"statement {statement}: {error}") from None
+        if dtype != tensors[tensor].dtype:
+            raise UnsupportedDtypeError(
+                f"statement {statement} stores a {dtype} value in '{tensor}' of dtype "
+                f"{tensors[tensor].dtype}")
+
+    def _lookup_access(self, domain: isl.Set, lookup: Lookup) -> Access:
+        """The access of ``lookup``: index 0 along its axis in ``address``, the whole
+        axis in ``relation``."""
+        if lookup.tensor in self.views:
+            raise ValueError(f"a Lookup reads the view '{lookup.tensor}' (no storage)")
+        index = list(lookup.index)
+        index[lookup.axis] = Ix.constant(0)
+        address = index_map(domain, self._space(lookup.tensor), index)
+        extent = self.graph.tensors[lookup.tensor].shape[lookup.axis]
+        return Access(self.arrays[lookup.tensor].name,
+                      spread_dim(address, lookup.axis, extent), address,
+                      lookup=lookup.axis)

@@ -63,6 +63,11 @@ class Access:
     in ``relation`` (dependences stay exact) and says how code reads them: ``address``
     (single-valued, always inside the array) gives the element loaded, and where an
     instance is outside ``guard`` the loaded value is replaced by ``fill``.
+
+    A read whose index along array dim ``lookup`` is a value computed at run time (a
+    :class:`LoadAt`, from ``core.Lookup``) has the whole extent of that dim in
+    ``relation`` (dependences are safe: a superset of the elements read) and index 0
+    there in ``address``; code adds the run-time index times the dim's stride.
     """
 
     array: str
@@ -70,6 +75,13 @@ class Access:
     address: isl.Map | None = None  # None: the relation itself
     guard: isl.Set | None = None    # None: every instance reads a real element
     fill: float = 0.0
+    lookup: int | None = None       # the array dim indexed at run time
+
+    @property
+    def affine(self) -> isl.Map:
+        """The single-valued part that stride analysis reads: the relation, but for a
+        lookup its address (index 0 along the looked-up dim)."""
+        return self.relation if self.lookup is None else self.address
 
     @property
     def loaded(self) -> isl.Map:
@@ -82,7 +94,7 @@ class Access:
             self.array, to_old.apply_range(self.relation),
             None if self.address is None else to_old.apply_range(self.address),
             None if self.guard is None else to_old.intersect_range(self.guard).domain(),
-            self.fill)
+            self.fill, self.lookup)
 
 
 @dataclass(frozen=True)
@@ -95,7 +107,21 @@ class Load:
         return f"R{self.k}"
 
 
-Body = Union[Load, Const, Call]
+@dataclass(frozen=True)
+class LoadAt:
+    """In a statement body: the value read through ``reads[k]`` (an access with a
+    ``lookup`` dim) at the element whose index along that dim is the value of ``at``,
+    an integer body expression; a negative value counts from the end, and the result
+    is clamped into the dim (see ``core.Lookup``)."""
+
+    k: int
+    at: Body
+
+    def __str__(self) -> str:
+        return f"R{self.k}<{self.at}>"
+
+
+Body = Union[Load, LoadAt, Const, Call]
 
 
 @dataclass(frozen=True)

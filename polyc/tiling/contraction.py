@@ -49,6 +49,8 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
     if len(statements) != 1 or not band.band_get_permutable():
         return None
     statement = scop.statement(statements[0].get_tuple_name())
+    if scop.array(statement.write.array).dtype != "float32":
+        return None  # the register tile and packing are float32 code
     operands = _operands(statement)
     extents = _box_extents(scop, statement.domain)
     if operands is None or extents is None or not _unit_rows(scop, band, statement):
@@ -124,7 +126,7 @@ def _unit_rows(scop: Scop, band: isl.ScheduleNode, statement: Statement) -> bool
 
 
 def _strides(scop: Scop, access) -> list[int] | None:
-    return coefficients(flat_offset(access.relation, scop.array(access.array).shape))
+    return coefficients(flat_offset(access.affine, scop.array(access.array).shape))
 
 
 def _roles(statement, extents, dims, write, x, y, read_x: int, read_y: int

@@ -33,7 +33,7 @@ def innermost_member(scop: Scop, band: isl.ScheduleNode) -> int:
             continue
         moving = moving_dims(statement.domain, scop)
         for access in (statement.write,) + statement.reads:
-            coefs = coefficients(flat_offset(access.relation, scop.array(access.array).shape))
+            coefs = coefficients(flat_offset(access.affine, scop.array(access.array).shape))
             strides = None if coefs is None else _strides(rows, coefs, moving)
             for k, stride in enumerate(strides or ()):
                 scores[k] += STRIDE_SCORES.get(abs(stride), STRIDE_SCORES["other"])

@@ -5,8 +5,10 @@ broadcast shape, and each operand is read at ``broadcast_index`` (missing leadin
 dropped, a size-1 dim against a larger output dim read at 0). Variadic ops (Sum, Max,
 ...) fold their operands pairwise inside the one Map expression.
 
-Truth values (ONNX bool) are float32 1.0 / 0.0 in the core ops: comparisons give them,
-``select`` takes them, And / Or / Xor are ``mul`` / ``max`` / ``ne`` on them.
+Tensors are float32, int64, int32 or bool; the core functions say which types each op
+takes (an integer Add wraps around, an integer Div truncates towards zero), and an
+op given other types is refused (``UnsupportedDtypeError``). Comparisons give bool,
+Where selects on bool, And / Or / Xor / Not take bool.
 Activations live in :mod:`polyc.frontend.ops.activation`.
 """
 
@@ -17,7 +19,8 @@ import functools
 import numpy as np
 from onnx import TensorProto
 
-from polyc.frontend.core import Call, Const, Ix, Read, identity_index
+from polyc.frontend.core import DTYPES, Call, Const, Ix, Read, identity_index
+from polyc.frontend.load import dtype_name
 from polyc.frontend.ops.indexing import broadcast_index, broadcast_shapes, size
 from polyc.frontend.ops.registry import onnx_op
 
@@ -39,8 +42,8 @@ def fold(fn: str, operands) -> Call | Read:
 
 
 def ne(a, b) -> Call:
-    """1.0 where ``a != b`` (NaN included), else 0.0."""
-    return call("sub", 1.0, call("eq", a, b))
+    """True where ``a != b`` (NaN included)."""
+    return call("not", call("eq", a, b))
 
 
 def elementwise(ctx, label: str, build, *tensors):
@@ -54,8 +57,7 @@ def elementwise(ctx, label: str, build, *tensors):
 
 
 def constant(ctx, tensor):
-    """The value of ``tensor`` when it is a constant (bool constants as float32 0/1), else
-    None."""
+    """The value of ``tensor`` when it is a constant, else None."""
     return ctx.constant_value(tensor)
 
 
@@ -224,22 +226,29 @@ def _bound(ctx, tensor, role: str):
     """A Clip bound: a Const when ``tensor`` is a constant, else a Read of its one element."""
     if size(tensor.shape) != 1:
         raise ctx.shape_error(f"'{role}' must be a scalar, got shape {list(tensor.shape)}")
-    value = scalar_constant(ctx, tensor)
-    if value is not None:
-        return Const(value)
+    value = constant(ctx, tensor)
+    if value is not None and value.dtype.name == tensor.dtype:
+        return Const.of(value.reshape(-1)[0], tensor.dtype)
     return Read(tensor.name, tuple(Ix.constant(0) for _ in tensor.shape))
+
+
+def _limits(dtype: str) -> tuple[float, float]:
+    """The smallest and largest finite values of ``dtype``."""
+    info = np.finfo(np.float32) if dtype == "float32" else np.iinfo(dtype)
+    return info.min, info.max
 
 
 @onnx_op("Clip", 11, 12, 13)
 def Clip(ctx, input, min=None, max=None):
     """Clip: y = x < min ? min : x, then y > max ? max : y, one Map.
 
-    Absent bounds are the float32 limits (so +-inf become +-FLT_MAX), as ONNX says.
-    As onnxruntime: NaN inputs stay NaN, a NaN bound clips nothing, and with
-    ``min > max`` every non-NaN element is ``max``.
+    Absent bounds are the limits of the type (float32: +-FLT_MAX, so +-inf become
+    +-FLT_MAX), as ONNX says. As onnxruntime: NaN inputs stay NaN, a NaN bound clips
+    nothing, and with ``min > max`` every non-NaN element is ``max``.
     """
-    low = Const(-FLT_MAX) if min is None else _bound(ctx, min, "min")
-    high = Const(FLT_MAX) if max is None else _bound(ctx, max, "max")
+    lowest, highest = _limits(input.dtype) if input.dtype != "bool" else (0, 1)
+    low = Const.of(lowest, input.dtype) if min is None else _bound(ctx, min, "min")
+    high = Const.of(highest, input.dtype) if max is None else _bound(ctx, max, "max")
     return _clip(ctx, input, low, high)
 
 
@@ -282,6 +291,16 @@ def Sum(ctx, *data_0):
     return _folded(ctx, "add", data_0)
 
 
+@onnx_op("Mod", 10, 13)
+def Mod(ctx, A, B, *, fmod=0):
+    """Mod: C[i] = A mod B, broadcast. Integers: ``fmod=0`` takes the sign of the
+    divisor (Python's %), ``fmod=1`` of the dividend (C's %); x mod 0 is 0. float32:
+    ``fmod=1`` only (C fmod; onnxruntime refuses fmod=0 on floats)."""
+    if not fmod and A.dtype == "float32":
+        raise ctx.unsupported("fmod=0 on float32 (ONNX requires fmod=1 for floats)")
+    return _binary(ctx, "fmod" if fmod else "mod", A, B)
+
+
 @onnx_op("Mean", 8, 13)
 def Mean(ctx, *data_0):
     """Mean: mean = ((x0 + x1) + x2 ..) / n over the broadcast shape."""
@@ -294,9 +313,9 @@ def Mean(ctx, *data_0):
 # -- inference-time identities -----------------------------------------------------------
 
 def _dropout(ctx, data):
-    """The output (``data`` itself) and the mask (all true: a Map of 1.0, dropped by
+    """The output (``data`` itself) and the mask (all true: a bool Map, dropped by
     lowering unless something reads it)."""
-    return data, ctx.map(data.shape, Const(1.0), label="dropout_mask")
+    return data, ctx.map(data.shape, Const(True, "bool"), label="dropout_mask")
 
 
 @onnx_op("Dropout", 6)
@@ -329,130 +348,119 @@ def Dropout(ctx, data, ratio=None, training_mode=None, *, seed=None):
     return _dropout(ctx, data)
 
 
-# -- logic: truth values are float32 1.0 / 0.0 -------------------------------------------
+# -- comparisons and logic: bool results ------------------------------------------------
 
 @onnx_op("Equal", 7, 11, 13, 19)
 def Equal(ctx, A, B):
-    """Equal: C[i] = A[bcast(i)] == B[bcast(i)] (1.0 / 0.0; NaN is unequal to all)."""
+    """Equal: C[i] = A[bcast(i)] == B[bcast(i)] (bool; NaN is unequal to all)."""
     return _binary(ctx, "eq", A, B)
 
 
 @onnx_op("Less", 7, 9, 13)
 def Less(ctx, A, B):
-    """Less: C[i] = A[bcast(i)] < B[bcast(i)] (1.0 / 0.0; false with NaN)."""
+    """Less: C[i] = A[bcast(i)] < B[bcast(i)] (bool; false with NaN)."""
     return _binary(ctx, "lt", A, B)
 
 
 @onnx_op("LessOrEqual", 12, 16)
 def LessOrEqual(ctx, A, B):
-    """LessOrEqual: C[i] = A[bcast(i)] <= B[bcast(i)] (1.0 / 0.0; false with NaN)."""
+    """LessOrEqual: C[i] = A[bcast(i)] <= B[bcast(i)] (bool; false with NaN)."""
     return _binary(ctx, "le", A, B)
 
 
 @onnx_op("Greater", 7, 9, 13)
 def Greater(ctx, A, B):
-    """Greater: C[i] = A[bcast(i)] > B[bcast(i)] (1.0 / 0.0; false with NaN)."""
+    """Greater: C[i] = A[bcast(i)] > B[bcast(i)] (bool; false with NaN)."""
     return _binary(ctx, "gt", A, B)
 
 
 @onnx_op("GreaterOrEqual", 12, 16)
 def GreaterOrEqual(ctx, A, B):
-    """GreaterOrEqual: C[i] = A[bcast(i)] >= B[bcast(i)] (1.0 / 0.0; false with NaN)."""
+    """GreaterOrEqual: C[i] = A[bcast(i)] >= B[bcast(i)] (bool; false with NaN)."""
     return _binary(ctx, "ge", A, B)
 
 
 @onnx_op("Not", 1)
 def Not(ctx, X):
-    """Not: Y[i] = X[i] == 0."""
-    return elementwise(ctx, "not", lambda x: call("eq", x, 0.0), X)
+    """Not: Y[i] = not X[i] (bool)."""
+    return _unary(ctx, "not", X)
 
 
 @onnx_op("And", 7)
 def And(ctx, A, B):
-    """And: C[i] = A[bcast(i)] * B[bcast(i)] on 1.0 / 0.0."""
-    return elementwise(ctx, "and", lambda a, b: call("mul", a, b), A, B)
+    """And: C[i] = A[bcast(i)] and B[bcast(i)] (bool)."""
+    return _binary(ctx, "and", A, B)
 
 
 @onnx_op("Or", 7)
 def Or(ctx, A, B):
-    """Or: C[i] = max(A[bcast(i)], B[bcast(i)]) on 1.0 / 0.0."""
-    return elementwise(ctx, "or", lambda a, b: call("max", a, b), A, B)
+    """Or: C[i] = A[bcast(i)] or B[bcast(i)] (bool)."""
+    return _binary(ctx, "or", A, B)
 
 
 @onnx_op("Xor", 7)
 def Xor(ctx, A, B):
-    """Xor: C[i] = A[bcast(i)] != B[bcast(i)] on 1.0 / 0.0."""
-    return elementwise(ctx, "xor", ne, A, B)
+    """Xor: C[i] = A[bcast(i)] xor B[bcast(i)] (bool)."""
+    return _binary(ctx, "xor", A, B)
 
 
 @onnx_op("Where", 9, 16)
 def Where(ctx, condition, X, Y):
-    """Where: out[i] = select(cond[bcast(i)], X[bcast(i)], Y[bcast(i)]), 3-way broadcast."""
+    """Where: out[i] = select(cond[bcast(i)], X[bcast(i)], Y[bcast(i)]), 3-way broadcast;
+    ``condition`` is bool."""
     return elementwise(ctx, "where", lambda c, x, y: call("select", c, x, y),
                        condition, X, Y)
 
 
 @onnx_op("IsNaN", 9, 13, 20)
 def IsNaN(ctx, X):
-    """IsNaN: Y[i] = X[i] != X[i]."""
+    """IsNaN: Y[i] = X[i] != X[i] (bool)."""
     return elementwise(ctx, "isnan", lambda x: ne(x, x), X)
 
 
 @onnx_op("IsInf", 10, 20)
 def IsInf(ctx, X, *, detect_negative=1, detect_positive=1):
-    """IsInf: Y[i] = |X[i]| == inf (X[i] == inf, X[i] == -inf, or 0.0 when only positive,
-    only negative or neither infinity is detected)."""
+    """IsInf: Y[i] = |X[i]| == inf (X[i] == inf, X[i] == -inf, or false when only positive,
+    only negative or neither infinity is detected); bool."""
     if detect_negative and detect_positive:
         return elementwise(ctx, "isinf", lambda x: call("eq", call("abs", x), INF), X)
     if detect_negative or detect_positive:
         inf = INF if detect_positive else -INF
         return elementwise(ctx, "isinf", lambda x: call("eq", x, inf), X)
-    return ctx.map(X.shape, Const(0.0), label="isinf")
+    return ctx.map(X.shape, Const(False, "bool"), label="isinf")
 
 
-# -- casts: float32 and bool only --------------------------------------------------------
+# -- casts among float32, int64, int32 and bool ----------------------------------------------
 
-def _cast(ctx, input, to: int):
-    """``input`` (float32 or a 1.0 / 0.0 truth value) as FLOAT (itself) or BOOL (x != 0)."""
-    if input.dtype != "float32":
-        raise ctx.unsupported(f"cast from {input.dtype}: integer tensors are not "
-                              "supported yet")
-    if to == TensorProto.FLOAT:
+def cast(ctx, input, dtype: str):
+    """``input`` converted to ``dtype`` (itself when it has that type already), see
+    :data:`polyc.frontend.core.CASTS`."""
+    if input.dtype == dtype:
         return input
-    if to == TensorProto.BOOL:
-        return elementwise(ctx, "cast_bool", lambda x: ne(x, 0.0), input)
-    name = TensorProto.DataType.Name(to) if to in TensorProto.DataType.values() else str(to)
-    if name.startswith(("INT", "UINT")):
-        raise ctx.unsupported(f"cast to {name}: integer tensors are not supported yet")
-    raise ctx.unsupported(f"cast to {name}: only FLOAT and BOOL are supported "
-                          "(polyc computes in float32)")
+    return elementwise(ctx, f"cast_{dtype}", lambda x: call(f"cast_{dtype}", x), input)
+
+
+def _target(ctx, input, to: int) -> str:
+    """The dtype of the ONNX element type ``to``; UnsupportedDtypeError for others."""
+    dtype = dtype_name(to) if to in TensorProto.DataType.values() else str(to)
+    if dtype not in DTYPES:
+        raise ctx.dtype_error(f"casts '{input.name}' to dtype {dtype}; polyc computes with "
+                              f"{', '.join(DTYPES)}")
+    return dtype
 
 
 @onnx_op("Cast", 6, 9, 13, 19, 21, 23, 24, 25, 28)
 def Cast(ctx, input, *, to=None, saturate=1, round_mode="up"):
-    """Cast from float32 or bool: to FLOAT, the input itself (a truth value is already
-    1.0 / 0.0); to BOOL, Y[i] = X[i] != 0 (NaN is true). Other targets are unsupported.
+    """Cast among float32, int64, int32 and bool: one Map of ``cast_<to>`` (float ->
+    integer truncates, NaN and out-of-range values give the integer minimum as
+    onnxruntime on x86; any -> bool is ``x != 0``). Other targets are unsupported.
     ``saturate`` and ``round_mode`` concern float8 targets only."""
     if to is None:
         raise ctx.unsupported("Cast needs the 'to' attribute")
-    return _cast(ctx, input, to)
+    return cast(ctx, input, _target(ctx, input, to))
 
 
 @onnx_op("CastLike", 15, 19, 21, 23, 24, 25)
 def CastLike(ctx, input, target_type, *, saturate=1, round_mode="up"):
-    """CastLike: Cast to the element type of ``target_type`` (see Cast).
-
-    The core ops keep bool as float32, so that type is known only for a graph input
-    (FLOAT) or an integer tensor; otherwise it is FLOAT or BOOL, which give the same
-    result when ``input`` is a constant of 0s and 1s (its value is returned).
-    """
-    if target_type.dtype != "float32":
-        raise ctx.unsupported(f"cast to {target_type.dtype}: integer tensors are not "
-                              "supported yet")
-    if ctx.is_graph_input(target_type):
-        return _cast(ctx, input, TensorProto.FLOAT)
-    value = constant(ctx, input)
-    if value is not None and np.isin(value, (0.0, 1.0)).all():
-        return _cast(ctx, input, TensorProto.FLOAT)
-    raise ctx.unsupported(f"the element type of target_type '{target_type.name}' (FLOAT "
-                          "or BOOL) is not known to the lowering: only a graph input's is")
+    """CastLike: Cast to the dtype of ``target_type`` (see Cast)."""
+    return cast(ctx, input, target_type.dtype)

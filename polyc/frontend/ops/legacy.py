@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from polyc.frontend.core import Ix, Read, identity_index
 from polyc.frontend.ops.activation import negative_branch
-from polyc.frontend.ops.elementwise import Max, Mean, Min, Sum, call, elementwise, ne, power
+from polyc.frontend.ops.elementwise import Max, Mean, Min, Sum, call, elementwise, power
 from polyc.frontend.ops.indexing import size
 from polyc.frontend.ops.registry import onnx_op
 
@@ -91,37 +91,37 @@ def Pow_1(ctx, X, Y, *, axis=None, broadcast=0):
 
 @onnx_op("And", 1)
 def And_1(ctx, A, B, *, axis=None, broadcast=0):
-    """And-1: C[i] = A[i] * B[b_index(i)] on 1.0 / 0.0."""
-    return _legacy(ctx, "and", _binary("mul"), A, B, broadcast, axis)
+    """And-1: C[i] = A[i] and B[b_index(i)] (bool)."""
+    return _legacy(ctx, "and", _binary("and"), A, B, broadcast, axis)
 
 
 @onnx_op("Or", 1)
 def Or_1(ctx, A, B, *, axis=None, broadcast=0):
-    """Or-1: C[i] = max(A[i], B[b_index(i)]) on 1.0 / 0.0."""
-    return _legacy(ctx, "or", _binary("max"), A, B, broadcast, axis)
+    """Or-1: C[i] = A[i] or B[b_index(i)] (bool)."""
+    return _legacy(ctx, "or", _binary("or"), A, B, broadcast, axis)
 
 
 @onnx_op("Xor", 1)
 def Xor_1(ctx, A, B, *, axis=None, broadcast=0):
-    """Xor-1: C[i] = A[i] != B[b_index(i)] on 1.0 / 0.0."""
-    return _legacy(ctx, "xor", ne, A, B, broadcast, axis)
+    """Xor-1: C[i] = A[i] xor B[b_index(i)] (bool)."""
+    return _legacy(ctx, "xor", _binary("xor"), A, B, broadcast, axis)
 
 
 @onnx_op("Equal", 1)
 def Equal_1(ctx, A, B, *, axis=None, broadcast=0):
-    """Equal-1: C[i] = A[i] == B[b_index(i)] (1.0 / 0.0)."""
+    """Equal-1: C[i] = A[i] == B[b_index(i)] (bool)."""
     return _legacy(ctx, "eq", _binary("eq"), A, B, broadcast, axis)
 
 
 @onnx_op("Less", 1)
 def Less_1(ctx, A, B, *, axis=None, broadcast=0):
-    """Less-1: C[i] = A[i] < B[b_index(i)] (1.0 / 0.0; false with NaN)."""
+    """Less-1: C[i] = A[i] < B[b_index(i)] (bool; false with NaN)."""
     return _legacy(ctx, "lt", _binary("lt"), A, B, broadcast, axis)
 
 
 @onnx_op("Greater", 1)
 def Greater_1(ctx, A, B, *, axis=None, broadcast=0):
-    """Greater-1: C[i] = A[i] > B[b_index(i)] (1.0 / 0.0; false with NaN)."""
+    """Greater-1: C[i] = A[i] > B[b_index(i)] (bool; false with NaN)."""
     return _legacy(ctx, "gt", _binary("gt"), A, B, broadcast, axis)
 
 

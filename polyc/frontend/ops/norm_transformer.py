@@ -137,8 +137,8 @@ def _hardmax(ctx, x, axis: int):
     is_max = Call("eq", (Read(x.name, ident), Read(m.name, kept_index)))
     candidate = Call("select", (is_max, position, Const(float("inf"))))
     first = _row_reduce(ctx, candidate, x.shape, (axis,), "min", "hardmax_first")
-    return ctx.map(x.shape, Call("eq", (position, Read(first.name, kept_index))),
-                   label="hardmax")
+    is_first = Call("eq", (position, Read(first.name, kept_index)))
+    return ctx.map(x.shape, Call("cast_float32", (is_first,)), label="hardmax")
 
 
 @onnx_op("Hardmax", 1, 11)

@@ -7,12 +7,17 @@ then reduced alone (ReduceSumSquare gives x * x, ReduceL1 |x|, ReduceLogSum log(
 others x itself). Over an empty set (a zero-size axis) the result is the combiner's
 identity, through the post-processing Map (ReduceLogSum: log(0) = -inf).
 
-ArgMax and ArgMin give int64 indices: refused until the core IR has integer tensors.
+ReduceSum/Max/Min/Prod also take int64 and int32 (wrapping on overflow; max/min
+start from the type's limits) and ReduceMax/Min bool (or / and). ArgMax and ArgMin
+give int64 indices: a Reduce of the extreme value, then a Reduce of the first (or
+last) position holding it, read from a constant ``arange``.
 """
 
 from __future__ import annotations
 
-from polyc.frontend.core import COMBINERS, Call, Const, Ix, Read, identity_index
+import numpy as np
+
+from polyc.frontend.core import COMBINERS, Call, Const, Ix, Read, identity, identity_index
 from polyc.frontend.ops.indexing import normalize_axis, size
 from polyc.frontend.ops.registry import onnx_op
 
@@ -70,8 +75,9 @@ def reduce_over(ctx, data, axes, keepdims, combiner: str, label: str, *, pre=Non
     if not axes:
         return ctx.map(data.shape, post(pre(x)) if post else pre(x), label=label)
     dims, index, _ = _result(data.shape, axes, keepdims)
-    total = ctx.reduce(out_shape=dims, init=Const(COMBINERS[combiner]), extents=data.shape,
-                       out_index=index, combiner=combiner, expr=pre(x), label=label)
+    total = ctx.reduce(out_shape=dims, init=identity(combiner, data.dtype),
+                       extents=data.shape, out_index=index, combiner=combiner, expr=pre(x),
+                       label=label)
     if post is None:
         return total
     return ctx.map(dims, post(Read(total.name, identity_index(len(dims)))),
@@ -259,15 +265,56 @@ def ReduceLogSumExp(ctx, data, axes=None, *, keepdims=1, noop_with_empty_axes=0)
     return _log_sum_exp(ctx, data, axes, keepdims)
 
 
+def _arg_extreme(ctx, data, axis, keepdims, select_last_index, combiner: str):
+    """ArgMax (``combiner`` max) or ArgMin (min) over ``axis``, as onnxruntime scans a
+    row: the first element, then each later one that is strictly better (with
+    ``select_last_index``: at least as good).
+
+    m = combiner over axis of x, NaN left out (read as the identity); then the min (or
+    max, for the last index) over axis of ``select(x == m, position, sentinel)``; a row
+    whose first element is NaN gives 0. Positions come from a constant int64 arange.
+    """
+    rank = len(data.shape)
+    try:
+        axis = normalize_axis(int(axis), rank)
+    except ValueError as e:
+        raise ctx.shape_error(str(e)) from None
+    n = data.shape[axis]
+    if n == 0:
+        raise ctx.shape_error(f"axis {axis} is empty: no element to pick")
+    x = Read(data.name, identity_index(rank))
+    value = x
+    if data.dtype == "float32":
+        value = Call("select", (Call("eq", (x, x)), x, identity(combiner, data.dtype)))
+    kept_shape, kept_index = kept(data.shape, (axis,))
+    best = ctx.reduce(out_shape=kept_shape, init=identity(combiner, data.dtype),
+                      extents=data.shape, out_index=kept_index, combiner=combiner,
+                      expr=value, label=f"arg{combiner}_value")
+    positions = ctx.constant(np.arange(n, dtype=np.int64), "arange")
+    position = Read(positions.name, (Ix.var(axis),))
+    pick = "max" if select_last_index else "min"
+    sentinel = Const(-1 if select_last_index else n, "int64")
+    is_best = Call("eq", (x, Read(best.name, kept_index)))
+    dims, index, back = _result(data.shape, (axis,), keepdims)
+    found = ctx.reduce(out_shape=dims, init=sentinel, extents=data.shape, out_index=index,
+                       combiner=pick, expr=Call("select", (is_best, position, sentinel)),
+                       label=f"arg{combiner}")
+    if data.dtype != "float32":
+        return found
+    head = Read(data.name, back)  # the row's first element
+    nan_first = Call("not", (Call("eq", (head, head)),))
+    found_here = Read(found.name, identity_index(len(dims)))
+    return ctx.map(dims, Call("select", (nan_first, Const(0, "int64"), found_here)),
+                   label=f"arg{combiner}_nan")
+
+
 @onnx_op("ArgMax", 1, 11, 12, 13)
 def ArgMax(ctx, data, *, axis=0, keepdims=1, select_last_index=0):
-    """ArgMax: refused (its output is an int64 tensor)."""
-    raise ctx.unsupported("the output is an int64 index tensor; integer tensors are not "
-                          "supported yet")
+    """ArgMax: the int64 position of the maximum along ``axis`` (see :func:`_arg_extreme`)."""
+    return _arg_extreme(ctx, data, axis, keepdims, select_last_index, "max")
 
 
 @onnx_op("ArgMin", 1, 11, 12, 13)
 def ArgMin(ctx, data, *, axis=0, keepdims=1, select_last_index=0):
-    """ArgMin: refused (its output is an int64 tensor)."""
-    raise ctx.unsupported("the output is an int64 index tensor; integer tensors are not "
-                          "supported yet")
+    """ArgMin: the int64 position of the minimum along ``axis`` (see :func:`_arg_extreme`)."""
+    return _arg_extreme(ctx, data, axis, keepdims, select_last_index, "min")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import onnx
 from onnx import numpy_helper
 
-from polyc.errors import ShapeError, UnsupportedOpError
+from polyc.errors import ShapeError, UnsupportedDtypeError, UnsupportedOpError
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -113,6 +113,10 @@ class NodeContext:
 
     def shape_error(self, detail: str) -> ShapeError:
         return ShapeError(f"{self.op_type} node '{self.name}' (opset {self.opset}): {detail}")
+
+    def dtype_error(self, detail: str) -> UnsupportedDtypeError:
+        return UnsupportedDtypeError(f"{self.op_type} node '{self.name}' (opset {self.opset}) "
+                                     f"{detail}")
 
 
 def attribute_values(node: onnx.NodeProto) -> dict[str, object]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polyc.frontend.core import Const, Ix, Read
+from polyc.frontend.core import DTYPES, Const, Ix, Read
 from polyc.frontend.ops.indexing import broadcast_index, broadcast_shapes
 from polyc.frontend.ops.registry import onnx_op
 
@@ -55,8 +55,7 @@ def Tile(ctx, input, repeats):
 def ConstantOfShape(ctx, input, *, value=None):
     """ConstantOfShape: Map out[i] = value over the constant shape ``input``.
 
-    ``value`` (a one-element tensor, default float32 0) must be float32 or bool (a truth
-    value, 1.0 or 0.0): other types would make an integer or non-float32 tensor.
+    ``value`` (a one-element tensor, default float32 0) is float32, int64, int32 or bool.
     """
     dims = ctx.int_values(input, "input")
     if any(d < 0 for d in dims):
@@ -64,10 +63,11 @@ def ConstantOfShape(ctx, input, *, value=None):
     value = np.zeros(1, np.float32) if value is None else np.asarray(value)
     if value.size != 1:
         raise ctx.shape_error(f"value must hold one element, it has {value.size}")
-    if value.dtype not in (np.float32, np.bool_):
-        raise ctx.unsupported(f"value of dtype {value.dtype.name}: polyc makes float32 "
-                              "tensors only (integer tensors are not supported yet)")
-    return ctx.map(dims, Const(float(value.reshape(-1)[0])), label="constant_of_shape")
+    if value.dtype.name not in DTYPES:
+        raise ctx.dtype_error(f"makes a tensor of dtype {value.dtype.name}; polyc computes "
+                              f"with {', '.join(DTYPES)}")
+    return ctx.map(dims, Const.of(value.reshape(-1)[0], value.dtype.name),
+                   label="constant_of_shape")
 
 
 def _must_fold(ctx, what: str):

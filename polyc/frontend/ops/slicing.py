@@ -1,14 +1,15 @@
-"""Ops that move parts of tensors: Slice, Split, Concat, Pad and Gather with constant
-indices. Each is a core ``Map`` whose reads are affine in the output's loop variables;
+"""Ops that move parts of tensors: Slice, Split, Concat, Pad, Gather and GatherElements.
+Each is a core ``Map`` whose reads are affine in the output's loop variables;
 reads that leave their tensor (``Read.outside``) give Pad its borders and Concat the
-places of its parts.
+places of its parts. Gather with indices computed at run time and GatherElements read
+through a :class:`~polyc.frontend.core.Lookup` (an index taken from a tensor element).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from polyc.frontend.core import Call, Const, Ix, Read, identity_index
+from polyc.frontend.core import Call, Const, Ix, Lookup, Read, identity_index
 from polyc.frontend.ops.indexing import normalize_axis
 from polyc.frontend.ops.registry import onnx_op
 
@@ -141,10 +142,16 @@ def Split(ctx, input, split=None, *, axis=0, num_outputs=None):
 
 # -- Concat -------------------------------------------------------------------------
 
+# How concat combines its parts, per dtype: (function, the fill that leaves x as it is).
+_JOIN = {"float32": ("add", -0.0), "int64": ("add", 0), "int32": ("add", 0),
+         "bool": ("or", False)}
+
+
 def concat(ctx, parts, axis: int, label: str):
     """Map out[i] = sum over the parts of part[.., i_axis - offset, ..] read with fill
     -0.0, offset being where the part starts along ``axis``: every point lies in one
-    part, and x + (-0.0) == x for every float x (also -0.0, infinities and NaN)."""
+    part, and x + (-0.0) == x for every float x (also -0.0, infinities and NaN).
+    Integers are summed with fill 0, bools or-ed with fill false."""
     rank = len(parts[0].shape)
     dims = list(parts[0].shape)
     dims[axis] = sum(p.shape[axis] for p in parts)
@@ -155,11 +162,12 @@ def concat(ctx, parts, axis: int, label: str):
         offset += part.shape[axis]
     if len(placed) == 1:
         return ctx.map(dims, Read(placed[0][0].name, identity_index(rank)), label=label)
-    reads = [Read(part.name, _along(rank, axis, -start), "fill", -0.0)
+    join, fill = _JOIN[parts[0].dtype]
+    reads = [Read(part.name, _along(rank, axis, -start), "fill", fill)
              for part, start in placed]
-    expr = reads[0] if reads else Const(0.0)
+    expr = reads[0] if reads else Const.of(0, parts[0].dtype)
     for read in reads[1:]:
-        expr = Call("add", (expr, read))
+        expr = Call(join, (expr, read))
     return ctx.map(dims, expr, label=label)
 
 
@@ -233,8 +241,9 @@ def _check_border(ctx, shape, before, after, padded, mode: str) -> None:
 
 
 def _fill_with(ctx, data, index, padded, constant_value):
-    """select(inside, data[index], constant_value): ``inside`` is the product over the
-    padded axes k of ones_k[index_k] read with fill 0 (ones_k: 1-D, data's size on k)."""
+    """select(inside, data[index], constant_value): ``inside`` is the conjunction over
+    the padded axes k of trues_k[index_k] read with fill false (trues_k: 1-D bool,
+    data's size on k)."""
     if constant_value.shape not in ((), (1,)):
         raise ctx.shape_error(f"constant_value {list(constant_value.shape)} is not a scalar")
     value = Read(constant_value.name, (Ix.constant(0),) * len(constant_value.shape))
@@ -244,9 +253,9 @@ def _fill_with(ctx, data, index, padded, constant_value):
     for k in padded:
         n = data.shape[k]
         if n not in ones:
-            ones[n] = ctx.map((n,), Const(1.0), label="pad_ones")
-        read = Read(ones[n].name, (index[k],), "fill", 0.0)
-        inside = read if inside is None else Call("mul", (inside, read))
+            ones[n] = ctx.map((n,), Const(True, "bool"), label="pad_inside")
+        read = Read(ones[n].name, (index[k],), "fill", False)
+        inside = read if inside is None else Call("and", (inside, read))
     return Call("select", (inside, Read(data.name, index, "fill", 0.0), value))
 
 
@@ -304,15 +313,20 @@ def _runs(flat) -> list[tuple[int, int, int]]:
 
 @onnx_op("Gather", 1, 11, 13)
 def Gather(ctx, data, indices, *, axis=0):
-    """Gather with constant ``indices``: out[a.., k.., b..] = data[a.., idx[k..], b..].
+    """Gather: out[a.., k.., b..] = data[a.., idx[k..], b..].
 
-    When idx is affine in its position (a scalar, a range with a step, ...): one Map
-    reading data at that affine index. Otherwise the flattened indices are cut into
-    runs of evenly spaced values, a Map each, concatenated along ``axis`` (see
-    :func:`concat`) and seen in the output shape through a reshape View.
+    With constant ``indices`` affine in their position (a scalar, a range with a
+    step, ...): one Map reading data at that affine index; other constant indices are
+    cut into runs of evenly spaced values, a Map each, concatenated along ``axis`` (see
+    :func:`concat`) and seen in the output shape through a reshape View (at most
+    MAX_GATHER_RUNS runs; more are read at run time as computed indices are).
+    Indices computed at run time: one Map reading data through a Lookup (negative
+    indices count from the end; out-of-range ones are clamped, see ``core.Lookup``).
     """
     rank = len(data.shape)
     axis = _axis(ctx, axis, rank)
+    if ctx.constant_value(indices) is None:
+        return _gather_at_run_time(ctx, data, indices, axis)
     n = data.shape[axis]
     values = np.asarray(ctx.int_values(indices, "indices"), np.int64)
     if np.any((values < -n) | (values >= n)):
@@ -329,13 +343,50 @@ def Gather(ctx, data, indices, *, axis=0):
         return ctx.map(out_shape, Read(data.name, index), label="gather")
     runs = _runs(idx.reshape(-1).tolist())
     if len(runs) > MAX_GATHER_RUNS:
-        raise ctx.unsupported(f"Gather with non-affine indices: {len(runs)} runs of evenly "
-                              f"spaced indices, at most {MAX_GATHER_RUNS} supported")
+        return _gather_at_run_time(ctx, data, indices, axis)
     parts = [ctx.map(outer + (length,) + inner, Read(data.name, _along(rank, axis, first, step)),
                      label="gather")
              for first, step, length in runs]
     flat = concat(ctx, parts, axis, "gather_concat")
     return ctx.view(flat, out_shape, label="gather_shape")
+
+
+def _check_lookup_axis(ctx, data, indices, axis: int) -> None:
+    """Some index must be read from a non-empty axis."""
+    if data.shape[axis] == 0 and 0 not in indices.shape:
+        raise ctx.shape_error(f"cannot gather along the empty axis {axis} of "
+                              f"{list(data.shape)}")
+
+
+def _gather_at_run_time(ctx, data, indices, axis: int):
+    """out[a.., k.., b..] = data[a.., <indices[k..]>, b..]: one Map of a Lookup."""
+    rank_k = len(indices.shape)
+    _check_lookup_axis(ctx, data, indices, axis)
+    data = ctx.stored(data)
+    at = Read(indices.name, tuple(Ix.var(axis + j) for j in range(rank_k)))
+    inner = len(data.shape) - axis - 1
+    index = (identity_index(axis) + (Ix.constant(0),)
+             + tuple(Ix.var(axis + rank_k + k) for k in range(inner)))
+    out_shape = data.shape[:axis] + indices.shape + data.shape[axis + 1:]
+    return ctx.map(out_shape, Lookup(data.name, index, axis, at), label="gather")
+
+
+@onnx_op("GatherElements", 11, 13)
+def GatherElements(ctx, data, indices, *, axis=0):
+    """GatherElements: out[i] = data[i with i_axis replaced by indices[i]], over the
+    shape of ``indices``: one Map of a Lookup (negative indices count from the end,
+    out-of-range ones are clamped, see ``core.Lookup``)."""
+    rank = len(data.shape)
+    axis = _axis(ctx, axis, rank)
+    if len(indices.shape) != rank or any(
+            k != axis and i > d for k, (i, d) in enumerate(zip(indices.shape, data.shape))):
+        raise ctx.shape_error(f"indices {list(indices.shape)} do not fit data "
+                              f"{list(data.shape)} off axis {axis}")
+    _check_lookup_axis(ctx, data, indices, axis)
+    data = ctx.stored(data)
+    at = Read(indices.name, identity_index(rank))
+    return ctx.map(indices.shape, Lookup(data.name, identity_index(rank), axis, at),
+                   label="gather_elements")
 
 
 @onnx_op("CenterCropPad", 18)
