@@ -112,6 +112,15 @@ class LoweringContext:
         None (also for None)."""
         return None if tensor is None else self._constants.get(tensor.name)
 
+    def constant(self, value, *, label: str) -> TensorInfo:
+        """A new float32 constant tensor holding ``value`` (a table an op computed)."""
+        value = np.ascontiguousarray(value, dtype=np.float32)
+        name = self.fresh(label)
+        self._constants[name] = value
+        info = TensorInfo(name, tuple(value.shape), "float32")
+        self._tensors[name] = info
+        return info
+
     def is_graph_input(self, tensor: TensorInfo) -> bool:
         return tensor.name in self._graph_inputs
 
