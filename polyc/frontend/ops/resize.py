@@ -21,8 +21,10 @@ Output sizes and scales follow onnxruntime: ``m = floor(scale * n)`` in float32 
 over ``axes``, with ``m = round(scale * n)``.
 
 Not supported (UnsupportedOpError): ``scales`` or ``sizes`` computed at run time,
-``coordinate_transformation_mode=tf_crop_and_resize`` (roi and extrapolation) and
-``antialias=1``.
+``coordinate_transformation_mode=tf_crop_and_resize`` (roi and extrapolation),
+``antialias=1``, and where ONNX and onnxruntime disagree: align_corners with a scale
+that gives an axis a fractional length, and a float32 ``scale * n`` that rounds up to
+an integer its double product is below.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ def Resize(ctx, X, roi=None, scales=None, sizes=None, *, antialias=0, axes=None,
     current = X
     resized = {a: spec for a, spec in specs.items() if spec.scale != 1}
     for axis, spec in sorted(resized.items(), key=lambda item: item[1].m / item[1].n):
+        _check_agreement(ctx, axis, spec, coordinate_transformation_mode)
         table = _table(spec, mode, coordinate_transformation_mode, nearest_mode,
                        cubic_coeff_a, bool(exclude_outside))
         current = _resample(ctx, current, axis, spec, periodic(table))
@@ -134,6 +137,12 @@ def _axis_specs(ctx, shape, axes, given, policy) -> dict[int, Axis]:
         if any(not s > 0 for s in values):
             raise ctx.shape_error(f"scales {list(map(float, values))} must be positive")
         specs = {a: Axis(shape[a], int(s * F32(shape[a])), s) for a, s in zip(axes, values)}
+        for a, spec in specs.items():
+            if int(float(spec.scale) * spec.n) != spec.m:  # as ONNX: in double
+                raise ctx.unsupported(
+                    f"scale {float(spec.scale):g} on axis {a} of size {spec.n}: onnxruntime "
+                    f"makes {spec.m} elements (float32 product), ONNX "
+                    f"{int(float(spec.scale) * spec.n)} (double)")
     else:
         if any(shape[a] == 0 for a in axes):
             raise ctx.unsupported(f"resizing an empty axis of {list(shape)}")
@@ -147,6 +156,19 @@ def _axis_specs(ctx, shape, axes, given, policy) -> dict[int, Axis]:
         if spec.m <= 0:
             raise ctx.unsupported(f"axis {axis} resized from {spec.n} to {spec.m} elements")
     return specs
+
+
+def _check_agreement(ctx, axis: int, spec: Axis, coordinate_mode: str) -> None:
+    """align_corners maps the ends of ``[0, n-1]`` onto those of the output length: ONNX
+    takes that length as ``scale * n``, onnxruntime as the integer output size ``m``.
+    Where they differ (a scale that does not give ``n`` an integer length), so do the
+    results, and polyc does not pick one."""
+    length = float(spec.scale) * spec.n
+    if coordinate_mode == "align_corners" and abs(length - spec.m) > 1e-4 * spec.m:
+        raise ctx.unsupported(
+            f"coordinate_transformation_mode='align_corners' on axis {axis} resized from "
+            f"{spec.n} to {spec.m} by the scale {float(spec.scale):g} (length {length:g}, "
+            "not an integer: ONNX and onnxruntime define different results)")
 
 
 def _table(axis: Axis, mode, coordinate_mode, nearest_mode, a, exclude_outside):

@@ -39,6 +39,11 @@ NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 # Nearest: a coordinate this close to a half is a tie (onnxruntime's behaviour).
 TIE_TOLERANCE = 1e-6
 
+# Longer periods are not split into (t, r): the reshape of (t, r) into the axis is a
+# floor/mod map that makes isl's dependence analysis and scheduling slow (3.6 s for a
+# period of 14 on two axes, far more when p*T is cut back to m).
+MAX_PERIOD = 8
+
 # Weights of one phase must agree this closely at every period to count as equal.
 WEIGHT_TOLERANCE = 1e-9
 
@@ -181,10 +186,13 @@ def cubic_filter(x: list[Fraction], n: int, a: float, exclude_outside: bool) -> 
 # -- the periodic form ------------------------------------------------------------------
 
 def periodic(table: AxisFilter) -> PeriodicFilter:
-    """The table with its smallest period (at most ``m``; see the module docstring)."""
+    """The table with its smallest period, or with period ``m`` (one phase per output,
+    a banded matrix) when that is above :data:`MAX_PERIOD`; see the module docstring."""
     base, weights = table.base, table.weights
     m = len(base)
     period = next(p for p in range(1, m + 1) if _has_period(base, weights, p))
+    if period > MAX_PERIOD:  # the (t, r) split's mod-p view costs isl too much
+        period = m
     step = int(base[period] - base[0]) if period < m else 0
     phase_base = base[:period]
     slope, offset, width = min(_windows(phase_base, weights.shape[1]), key=lambda w: w[2])
