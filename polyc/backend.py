@@ -10,7 +10,9 @@ polyc compiles static shapes and needs shape-like inputs (shapes, axes, pads) to
 constants. int64 graph inputs, which ONNX models use for shapes and axes, are therefore
 bound as constants when ``run`` receives their values: the model is specialised to
 them and executed (compiled) once per distinct set of values (int64 data, e.g. Gather
-indices, would also run as a graph input; binding it is merely slower).
+indices, would also run as a graph input; binding it is merely slower). So are the
+float inputs that only say how to resample (the ``roi`` and ``scales`` of Resize, the
+``scales`` of Upsample), which polyc also needs as constants.
 """
 
 from __future__ import annotations
@@ -56,9 +58,11 @@ class PolycBackendRep(BackendRep):
         self.output_names = tuple(v.name for v in model.graph.output)
         self._model = model
         self._executor = executor
+        shape_like = _resampling_parameters(model.graph)
         self._bound = tuple(v.name for v in model.graph.input
                             if bind_int64_inputs and v.name not in initializers
-                            and v.type.tensor_type.elem_type == onnx.TensorProto.INT64)
+                            and (v.type.tensor_type.elem_type == onnx.TensorProto.INT64
+                                 or v.name in shape_like))
         self._runners: dict[tuple, Runner] = {}
         if not self._bound:
             self._runners[()] = executor(model)  # compile now: errors surface in prepare
@@ -88,6 +92,21 @@ class PolycBackendRep(BackendRep):
         if key not in self._runners:
             self._runners[key] = self._executor(specialize(self._model, bound))
         return self._runners[key]
+
+
+# Inputs that say how an op resamples rather than carrying data: op -> input positions.
+_RESAMPLING_INPUTS = {"Resize": (1, 2), "Upsample": (1,)}
+
+
+def _resampling_parameters(graph: onnx.GraphProto) -> set[str]:
+    """Names of the values only ever used as resampling parameters (see above)."""
+    as_parameter, as_data = set(), set()
+    for node in graph.node:
+        positions = _RESAMPLING_INPUTS.get(node.op_type, ()) if node.domain in ("", "ai.onnx") \
+            else ()
+        for k, name in enumerate(node.input):
+            (as_parameter if k in positions else as_data).add(name)
+    return as_parameter - as_data - {v.name for v in graph.output}
 
 
 class PolycBackend(Backend):

@@ -16,6 +16,7 @@ from polyc.frontend.ops import (  # noqa: F401
     norm_transformer,
     pool,
     reduce,
+    resize,
     shape,
     slicing,
     upsample,
