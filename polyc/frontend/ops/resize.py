@@ -236,7 +236,8 @@ class _WindowReads:
         product = Call("mul", (w, x))
         if np.all(weights != 0):
             return product
-        return Call("select", (w, product, Const(-0.0)))
+        used = Call("not", (Call("eq", (w, Const(0.0))),))  # a weight of 0 reads nothing
+        return Call("select", (used, product, Const(-0.0)))
 
     def _x_index(self, k: Ix) -> tuple[Ix, ...]:
         f, axis, shift = self.f, self.axis, int(self.phased)
