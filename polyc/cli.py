@@ -57,6 +57,15 @@ def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
     return name, shape
 
 
+def parse_dim(text: str) -> tuple[str, int]:
+    """``batch=8`` -> ``("batch", 8)``."""
+    name, sep, value = text.partition("=")
+    if not sep or not name or not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected NAME=N with N >= 1 (e.g. batch=8), "
+                                         f"got {text!r}")
+    return name, int(value)
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -125,6 +134,9 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
                        "code runs; 1: serial code, no OpenMP regions)")
     group.add_argument("--shape", metavar="NAME=D0,D1,...", type=parse_shape, action="append",
                        default=[], help="fix the shape of input NAME (repeatable)")
+    group.add_argument("--dim", metavar="NAME=N", type=parse_dim, action="append",
+                       default=[], help="fix the dynamic dim NAME (e.g. batch) to N in every "
+                       "input and output that has it (repeatable)")
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -210,7 +222,8 @@ def is_onnx(path: str) -> bool:
 def compile_options(args) -> dict:
     """The options given on the command line, so that the pipeline's defaults apply to the rest."""
     options = {"scheduler": args.scheduler, "fuse": args.fuse,
-               "shapes": dict(args.shape) or None, "check": getattr(args, "check", None),
+               "shapes": dict(args.shape) or None, "dims": dict(args.dim) or None,
+               "check": getattr(args, "check", None),
                "tile": args.tile, "tile_size": collect(args.tile_size, "--tile-size"),
                "blocking": collect(args.blocking, "--blocking"),
                "threads": args.threads}
@@ -321,7 +334,8 @@ def cleanup_text(args) -> str:
         raise ModelError(f"no such model file: {args.target}")
     from polyc.frontend.cleanup import cleanup, describe  # heavy: onnx
     from polyc.frontend.load import load_model
-    loaded = load_model(args.target, shapes=dict(args.shape) or None)
+    loaded = load_model(args.target, shapes=dict(args.shape) or None,
+                        dims=dict(args.dim) or None)
     cleaned = cleanup(loaded)
     sections = [("ONNX GRAPH", describe(loaded)),
                 ("CLEAN-UP", "\n".join(cleaned.notes) or "nothing changed"),

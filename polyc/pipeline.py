@@ -51,6 +51,7 @@ class Options:
     # contraction sizes; None: from the shape and caches; or {statement or node: blocking}
     blocking: Blocking | Mapping[str, Any] | None = None
     shapes: Mapping[str, tuple[int, ...]] | None = None
+    dims: Mapping[str, int] | None = None  # named dynamic dims fixed everywhere
     params: Mapping[str, int] | None = None  # parameter values (loop nests)
     threads: int | None = None  # parallel loops: None OpenMP's default, 1 serial code
 
@@ -64,6 +65,7 @@ class Options:
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["shapes"] = {k: list(v) for k, v in (self.shapes or {}).items()}
+        data["dims"] = dict(self.dims or {})
         data["params"] = dict(self.params or {})
         return data
 
@@ -136,7 +138,8 @@ def lower(model, options: Options) -> Compilation:
     if isinstance(model, Graph):
         graph = model
     else:
-        graph = stages.run("frontend", import_model, model, shapes=options.shapes)
+        graph = stages.run("frontend", import_model, model, shapes=options.shapes,
+                           dims=options.dims)
     scop = stages.run("scop", build_scop, graph)
     return replace(lower_scop(scop, options, stages), graph=graph)
 
@@ -168,10 +171,13 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
 
 def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
                   shapes: Mapping[str, tuple[int, ...]] | None = None,
+                  dims: Mapping[str, int] | None = None,
                   fast_math: bool = True, tile: bool = True,
                   tile_size=None, blocking=None,
                   threads: int | None = None) -> "CompiledModel":
     """Compile ``model`` (path, bytes or ModelProto) to native code in this process.
+    ``shapes`` (``{"x": (1, 3, 224, 224)}``) fixes whole input shapes and ``dims``
+    (``{"batch": 8}``) named dynamic dims wherever they appear;
     ``fast_math=False`` keeps IEEE float order: no reassociation, no FMA contraction;
     ``tile=False`` keeps the scheduler's loops untiled; ``blocking`` (a
     :class:`~polyc.tiling.microkernel.Blocking` or ``(mr, nr, mc, nc, kc)``) fixes the
@@ -180,7 +186,8 @@ def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check
     to fix only those statements' bands; ``threads`` runs parallel
     loops on that many threads (None: ``OMP_NUM_THREADS`` at run time; 1: serial code)."""
     options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
-                      shapes=dict(shapes) if shapes else None, threads=threads)
+                      shapes=dict(shapes) if shapes else None,
+                      dims=dict(dims) if dims else None, threads=threads)
     return _jit(lower(model, options))
 
 

@@ -18,12 +18,14 @@ from polyc.frontend.load import load_model
 from polyc.frontend.lower import check_graph, lower
 
 
-def import_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
+def import_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None,
+                 dims: Mapping[str, int] | None = None) -> Graph:
     """The core Graph of an ONNX model (a path, bytes or ``onnx.ModelProto``).
 
-    ``shapes`` maps input names to static shapes, overriding symbolic dims.
+    ``shapes`` maps input names to static shapes, overriding dynamic dims; ``dims``
+    gives named dynamic dims a value wherever they appear.
     """
-    graph = load_model(model, shapes=shapes)
+    graph = load_model(model, shapes=shapes, dims=dims)
     graph = cleanup(graph)
     return lower(graph)
 

@@ -50,18 +50,24 @@ class OnnxGraph:
     notes: tuple[str, ...] = ()
 
 
-def load_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None) -> OnnxGraph:
-    """Read, check and shape-infer ``model``; ``shapes`` fixes the dims of named inputs.
+def load_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None,
+               dims: Mapping[str, int] | None = None) -> OnnxGraph:
+    """Read, check and shape-infer ``model``; ``shapes`` fixes the dims of named inputs,
+    ``dims`` each named dynamic dim (``{"batch": 8}``) wherever it appears.
 
     Raises ModelError (unreadable, unparsable, fails onnx.checker, opset out of range),
-    ShapeError (symbolic input dim, failed shape inference) or UnsupportedDtypeError
-    (a graph input or output that is not float32, int64, int32 or bool).
+    ShapeError (dynamic input dims left, with every such input listed; a bad shape or
+    dim; failed shape inference) or UnsupportedDtypeError (a graph input or output
+    that is not float32, int64, int32 or bool).
     """
     proto, source = _read(model)
     _check(proto, source)
     opset = _default_opset(proto, source)
     if shapes:
         proto = _override_shapes(proto, shapes)
+    if dims:
+        proto = _bind_dims(proto, dims)
+    _require_static_inputs(proto, source)
     model_hash = hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()
     proto = _infer_shapes(proto, source)
     graph = proto.graph
@@ -168,6 +174,83 @@ def _override_shapes(proto: onnx.ModelProto, shapes: Mapping[str, Sequence[int]]
     return proto
 
 
+def _graph_inputs(proto: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """The graph inputs that are not initializers."""
+    initializers = {init.name for init in proto.graph.initializer}
+    return [v for v in proto.graph.input if v.name not in initializers]
+
+
+def _dynamic(dim) -> bool:
+    return not dim.HasField("dim_value") or dim.dim_value < 0
+
+
+def dynamic_dims(proto: onnx.ModelProto) -> list[str]:
+    """The names of the graph inputs' dynamic dims, in order of first appearance."""
+    names: list[str] = []
+    for value in _graph_inputs(proto):
+        for dim in value.type.tensor_type.shape.dim:
+            if _dynamic(dim) and dim.dim_param and dim.dim_param not in names:
+                names.append(dim.dim_param)
+    return names
+
+
+def _bind_dims(proto: onnx.ModelProto, dims: Mapping[str, int]) -> onnx.ModelProto:
+    """A copy of ``proto`` where each named dim of ``dims`` has its value, in the graph
+    inputs, outputs and value infos alike."""
+    known = dynamic_dims(proto)
+    for name, size in dims.items():
+        if name not in known:
+            raise ShapeError(f"dims names '{name}', which no graph input has as a dynamic "
+                             f"dim (dynamic dims: {', '.join(known) or 'none'})")
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise ShapeError(f"dim '{name}' must be a positive int, got {size!r}")
+    proto = onnx.ModelProto.FromString(proto.SerializeToString())
+    graph = proto.graph
+    for value in [*graph.input, *graph.output, *graph.value_info]:
+        if not value.type.HasField("tensor_type"):
+            continue
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.dim_param in dims:
+                dim.dim_value = int(dims[dim.dim_param])  # clears dim_param (a oneof)
+    return proto
+
+
+def _require_static_inputs(proto: onnx.ModelProto, source: str) -> None:
+    """Raise one ShapeError listing every graph input with a dynamic (or no) shape,
+    its declared shape and the options that fix it."""
+    lines, shape_example, named = [], None, dynamic_dims(proto)
+    for value in _graph_inputs(proto):
+        ttype = value.type.tensor_type
+        if not value.type.HasField("tensor_type"):
+            continue  # its dtype error comes later
+        if not ttype.HasField("shape"):
+            lines.append(f"  input '{value.name}': no shape declared")
+            shape_example = shape_example or value.name
+            continue
+        dynamic = [dim for dim in ttype.shape.dim if _dynamic(dim)]
+        if not dynamic:
+            continue
+        shown = ", ".join(d.dim_param or "?" if _dynamic(d) else str(d.dim_value)
+                          for d in ttype.shape.dim)
+        names = ", ".join(d.dim_param or "unnamed" for d in dynamic)
+        lines.append(f"  input '{value.name}': {dtype_name(ttype.elem_type)}[{shown}] "
+                     f"(dynamic: {names})")
+        if any(not d.dim_param for d in dynamic):
+            shape_example = shape_example or value.name
+    if not lines:
+        return
+    options = []
+    if named:
+        values = ", ".join(f"'{n}': N" for n in named)
+        options.append(f"each named dim with --dim {named[0]}=N (Python: dims={{{values}}})")
+    example = shape_example or _graph_inputs(proto)[0].name
+    options.append(f"a whole input shape with --shape {example}=D0,D1,... "
+                   f"(Python: shapes={{'{example}': (D0, D1, ...)}})")
+    raise ShapeError(f"{source} has inputs with dynamic dims; polyc compiles static "
+                     "shapes, so give\n  " + "\n  or ".join(options) + ":\n"
+                     + "\n".join(lines))
+
+
 def _infer_shapes(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     """Shapes of every value; onnx's data propagation (shape computations such as
     Shape -> Gather -> Reshape) runs only when plain inference leaves a shape unknown:
@@ -212,19 +295,7 @@ def _static_input(value: onnx.ValueInfoProto) -> TensorInfo:
         raise UnsupportedDtypeError(
             f"graph input '{value.name}' has dtype {dtype_name(ttype.elem_type)}; "
             f"polyc compiles {SUPPORTED} only")
-    if not ttype.HasField("shape"):
-        raise ShapeError(f"graph input '{value.name}' has no shape; give one with "
-                         f"shapes={{'{value.name}': (d0, d1, ...)}} "
-                         f"or --shape {value.name}=d0,d1,...")
-    dims = []
-    for k, dim in enumerate(ttype.shape.dim):
-        if not dim.HasField("dim_value"):
-            what = f"'{dim.dim_param}'" if dim.dim_param else "unknown"
-            raise ShapeError(
-                f"graph input '{value.name}' has a symbolic dim {k} ({what}); "
-                f"give a static shape with shapes={{'{value.name}': (d0, d1, ...)}} "
-                f"or --shape {value.name}=d0,d1,...")
-        dims.append(dim.dim_value)
+    dims = [dim.dim_value for dim in ttype.shape.dim]  # static: _require_static_inputs
     return TensorInfo(value.name, tuple(dims), dtype_name(ttype.elem_type))
 
 
