@@ -112,7 +112,10 @@ def test_prelu_slope_as_graph_input():
 @pytest.mark.parametrize("op,opset", [("Reciprocal", 11), ("Reciprocal", 13), ("Sign", 11),
                                       ("Sign", 13), ("Floor", 11), ("Floor", 13),
                                       ("Ceil", 11), ("Ceil", 13), ("Round", 11),
-                                      ("Round", 22), ("Erf", 11), ("Erf", 13)])
+                                      ("Round", 22), ("Erf", 11), ("Erf", 13),
+                                      ("Sin", 7), ("Cos", 22), ("Tan", 7), ("Asin", 22),
+                                      ("Acos", 7), ("Atan", 22), ("Sinh", 9),
+                                      ("Cosh", 22)])
 def test_unary_math(op, opset):
     check_unary(op, {}, opset)
 
@@ -374,3 +377,13 @@ def test_prelu_slope_must_broadcast_to_x():
                         [("s", np.float32([[1], [2]]))])
     with pytest.raises(ShapeError, match="slope: cannot broadcast"):
         run()
+
+
+def test_trigonometric_ops_in_an_artifact_link_libm(tmp_path):
+    import polyc
+    model = make_model([node("Sin", ["x"], ["s"]), node("Cosh", ["s"], ["y"])], [("x", (3, 17))],
+                       ["y"], opset=22)
+    feeds = {"x": values((3, 17), 5)}
+    polyc.compile(model).save(tmp_path / "trig.so")
+    got = polyc.load(tmp_path / "trig.so").run(feeds)["y"]
+    np.testing.assert_allclose(got, run_onnxruntime(model, feeds)["y"], rtol=RTOL, atol=ATOL)

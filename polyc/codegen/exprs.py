@@ -16,6 +16,7 @@ from llvmlite import ir
 
 from polyc.codegen import vecmath
 from polyc.codegen.vecmath import fconst, intrinsic
+from polyc.frontend.core import TRIGONOMETRIC
 
 I1 = ir.IntType(1)
 I64 = ir.IntType(64)
@@ -138,4 +139,6 @@ FLOAT_FUNCTIONS = {
     "lt": _compare("<"), "le": _compare("<="), "gt": _compare(">"), "ge": _compare(">="),
     "eq": _compare("=="),
     "select": lambda b, c, x, y: b.select(c, x, y),
+    # libm's sinf, cosf, ... (LLVM calls them lane by lane in vector code)
+    **{fn: _call_intrinsic(f"llvm.{fn}") for fn in TRIGONOMETRIC},
 }

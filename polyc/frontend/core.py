@@ -35,6 +35,7 @@ NUMERIC = ("float32", *INTEGER)
 FUNCTIONS = MappingProxyType({
     "neg": 1, "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "tanh": 1,
     "sigmoid": 1, "relu": 1, "erf": 1,
+    "sin": 1, "cos": 1, "tan": 1, "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1,
     "floor": 1, "ceil": 1,
     "round": 1,  # to nearest, ties to even (numpy.round)
     "sign": 1,   # -1, 0 or 1; NaN stays NaN
@@ -57,8 +58,9 @@ FUNCTIONS = MappingProxyType({
 # any -> bool is ``x != 0`` (NaN is true); bool -> any is 0 or 1.
 CASTS = MappingProxyType({f"cast_{dtype}": dtype for dtype in DTYPES})
 
+TRIGONOMETRIC = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh")
 _FLOAT_ONLY = frozenset({"exp", "log", "sqrt", "tanh", "sigmoid", "erf", "floor", "ceil",
-                         "round", "pow"})
+                         "round", "pow", *TRIGONOMETRIC})
 _NUMERIC = frozenset({"neg", "abs", "relu", "sign", "add", "sub", "mul", "div", "fmod"})
 _COMPARISONS = frozenset({"lt", "le", "gt", "ge"})
 _LOGIC = frozenset({"and", "or", "xor", "not"})

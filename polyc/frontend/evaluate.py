@@ -71,6 +71,8 @@ NUMPY_FUNCTIONS = {
     "tanh": np.tanh, "sigmoid": _sigmoid,
     "relu": lambda x: np.maximum(x, np.zeros((), np.asarray(x).dtype)),
     "erf": lambda x: _erf(np.asarray(x, np.float64)),
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+    "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
     "floor": np.floor, "ceil": np.ceil, "round": np.round, "sign": np.sign,
     "add": np.add, "sub": np.subtract, "mul": np.multiply,
     "div": lambda x, d: _int_div(x, d) if _integer(x) else np.divide(x, d),

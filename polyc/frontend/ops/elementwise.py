@@ -168,6 +168,22 @@ def Round(ctx, X):
     return _unary(ctx, "round", X)
 
 
+def _trigonometric(op: str, fn: str, *versions: int) -> None:
+    """Register ONNX ``op`` as the core function ``fn`` of each element."""
+    def lower(ctx, input):
+        return _unary(ctx, fn, input)
+    lower.__name__ = op
+    lower.__doc__ = f"{op}: Y[i] = {fn}(X[i]) (libm's {fn}f)."
+    onnx_op(op, *versions)(lower)
+
+
+for _op, _fn in (("Sin", "sin"), ("Cos", "cos"), ("Tan", "tan"), ("Asin", "asin"),
+                 ("Acos", "acos"), ("Atan", "atan")):
+    _trigonometric(_op, _fn, 7, 22)
+_trigonometric("Sinh", "sinh", 9, 22)
+_trigonometric("Cosh", "cosh", 9, 22)
+
+
 @onnx_op("Erf", 9, 13)
 def Erf(ctx, input):
     """Erf: Y[i] = erf(X[i])."""
