@@ -14,6 +14,17 @@ manifest (format ``polyc-1``) is a JSON-serialisable dict::
      "outputs": [{"name": "y", "shape": [4, 10], "dtype": "float32"}, ...],
      "scratch_bytes": 0, "model_hash": "...", "options": {...}, "polyc_version": "..."}
 
+Symbolic dims (one artifact for every batch size): the manifest may list ``"params"``
+(names, e.g. ``["batch"]``) that shapes use in place of ints. Their values are appended
+to the entry's arguments as ``int64_t`` (in that order)::
+
+    void polyc_main(float *in0, ..., float *out0, ..., void *scratch, int64_t batch, ...);
+
+At each call the runtime reads every value from the input shapes (each parameter
+appears in some input), refuses inputs that disagree, and sizes the outputs. With
+parameters, ``scratch_bytes`` may be the name of an exported ``int64_t f(int64_t
+params...)`` that returns the scratch size for the values.
+
 An output may carry ``"init"``: its buffer is then read and written in place (the
 arrays of a loop nest). ``"given"``: the caller must pass its initial value, which is
 copied; ``"zeros"``: copied if passed, zeros otherwise. Outputs without ``"init"``
@@ -28,8 +39,8 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -46,9 +57,16 @@ class TensorSpec:
     """One input or output of a compiled model: its name, shape and dtype."""
 
     name: str
-    shape: tuple[int, ...]
+    shape: tuple[int | str, ...]  # a str: a parameter of the manifest
     dtype: np.dtype
     init: str = ""  # outputs only: one of INITS
+
+    def bound(self, values: Mapping[str, int]) -> TensorSpec:
+        """This spec with each parameter that ``values`` has replaced by its value."""
+        if all(isinstance(d, int) for d in self.shape):
+            return self
+        return replace(self, shape=tuple(values.get(d, d) if isinstance(d, str) else d
+                                         for d in self.shape))
 
     def __str__(self) -> str:
         optional = " (optional)" if self.init == "zeros" else ""
@@ -64,15 +82,35 @@ def check_manifest(manifest: Mapping) -> None:
     missing = [key for key in MANIFEST_KEYS if key not in manifest]
     if missing:
         raise ValueError(f"the manifest lacks {', '.join(missing)}")
+    params = manifest_params(manifest)
     for key in ("inputs", "outputs"):
         tensor_specs(manifest, key)
+    named = {d for spec in tensor_specs(manifest, "inputs") for d in spec.shape
+             if isinstance(d, str)}
+    unread = [p for p in params if p not in named]
+    if unread:
+        raise ValueError(f"parameter {', '.join(unread)} is in no input shape")
+    scratch = manifest["scratch_bytes"]
+    if isinstance(scratch, str) and not params:
+        raise ValueError("scratch_bytes names a function, but the manifest has no params")
+
+
+def manifest_params(manifest: Mapping) -> tuple[str, ...]:
+    """The names of the manifest's parameters (symbolic dims), in argument order."""
+    params = manifest.get("params", [])
+    if not isinstance(params, list) or not all(isinstance(p, str) and p for p in params) \
+            or len(set(params)) != len(params):
+        raise ValueError(f"bad params in the manifest: {params!r}")
+    return tuple(params)
 
 
 def tensor_specs(manifest: Mapping, key: str) -> tuple[TensorSpec, ...]:
     """The ``TensorSpec`` of each entry of ``manifest[key]`` (``"inputs"`` or ``"outputs"``)."""
+    params = manifest_params(manifest)
+    dim = lambda d: d if isinstance(d, str) and d in params else int(d)  # noqa: E731
     try:
         specs = tuple(
-            TensorSpec(str(t["name"]), tuple(int(d) for d in t["shape"]), np.dtype(t["dtype"]),
+            TensorSpec(str(t["name"]), tuple(dim(d) for d in t["shape"]), np.dtype(t["dtype"]),
                        str(t.get("init", "")))
             for t in manifest[key])
     except (KeyError, TypeError, ValueError, AttributeError) as error:
@@ -142,12 +180,37 @@ def aligned_empty(nbytes: int, alignment: int = SCRATCH_ALIGNMENT) -> np.ndarray
     return raw[offset:offset + nbytes + 1][:nbytes]
 
 
-def entry_function(address: int, n_args: int):
-    """A ctypes callable for ``void f(void *, ...)`` at ``address``; calls release the GIL."""
+def entry_function(address: int, n_args: int, n_params: int = 0):
+    """A ctypes callable for ``void f(void *, ..., int64_t, ...)`` at ``address`` (``n_args``
+    pointers, then ``n_params`` integers); calls release the GIL."""
     if not address:
         raise ValueError("null entry function address")
-    prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args)
+    prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args,
+                                 *[ctypes.c_int64] * n_params)
     return prototype(address)
+
+
+def bind_params(params: tuple[str, ...], specs: tuple[TensorSpec, ...],
+                arrays: list[np.ndarray | None]) -> dict[str, int]:
+    """Each parameter's value, read from the shapes of the given arrays; ``InputError``
+    when two inputs disagree on one or a value is not positive. An array of the wrong
+    rank is skipped here (its shape check says what is wrong)."""
+    values: dict[str, int] = {}
+    seen: dict[str, str] = {}
+    for spec, array in zip(specs, arrays):
+        if not isinstance(array, np.ndarray) or array.ndim != len(spec.shape):
+            continue
+        for axis, (dim, size) in enumerate(zip(spec.shape, array.shape)):
+            if not isinstance(dim, str):
+                continue
+            where = f"input '{spec.name}' dim {axis}"
+            if dim in values and values[dim] != size:
+                raise InputError(f"{where} gives {dim} = {size}, but {seen[dim]} gave "
+                                 f"{dim} = {values[dim]}: inputs must agree on {dim}")
+            if size < 1:
+                raise InputError(f"{where} gives {dim} = {size}; {dim} must be at least 1")
+            values[dim], seen[dim] = size, where
+    return values
 
 
 def _output_buffer(spec: TensorSpec, initial: np.ndarray | None) -> np.ndarray:
@@ -167,36 +230,60 @@ class Runner:
     ``TensorSpec`` (name, shape, dtype) of each tensor in graph order.
     """
 
-    def __init__(self, manifest: Mapping, address: int):
+    def __init__(self, manifest: Mapping, address: int,
+                 symbol: Callable[[str], int] | None = None):
+        """``symbol`` gives the address of another exported function (a symbolic
+        scratch size)."""
         check_manifest(manifest)
         self.manifest = dict(manifest)
+        self.params = manifest_params(manifest)
         self.inputs = tensor_specs(manifest, "inputs")
         self.outputs = tensor_specs(manifest, "outputs")
-        self.scratch_bytes = int(manifest["scratch_bytes"])
+        scratch = manifest["scratch_bytes"]
+        self.scratch_bytes = scratch if isinstance(scratch, str) else int(scratch)
+        self._scratch_function = None
+        if isinstance(scratch, str):
+            address_of = symbol(scratch) if symbol else 0
+            if not address_of:
+                raise ValueError(f"the manifest's scratch size function {scratch} is missing")
+            self._scratch_function = ctypes.CFUNCTYPE(
+                ctypes.c_int64, *[ctypes.c_int64] * len(self.params))(address_of)
         self._accepted = self.inputs + tuple(s for s in self.outputs if s.init)
         self._optional = frozenset(s.name for s in self.outputs if s.init == "zeros")
         n_args = len(self.inputs) + len(self.outputs) + 1
-        self._function = entry_function(address, n_args)
+        self._function = entry_function(address, n_args, len(self.params))
         self._per_thread = threading.local()
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Check ``inputs``, run the compiled code, return fresh outputs in graph order."""
-        checked = check_arrays(self._accepted, inputs, self._optional)
-        given = {spec.name: array for spec, array in zip(self._accepted, checked)}
+        accepted = self._accepted
+        values: dict[str, int] = {}
+        if self.params:
+            if isinstance(inputs, Mapping):
+                values = bind_params(self.params, accepted,
+                                     [inputs.get(spec.name) for spec in accepted])
+            accepted = tuple(spec.bound(values) for spec in accepted)
+        checked = check_arrays(accepted, inputs, self._optional)
+        given = {spec.name: array for spec, array in zip(accepted, checked)}
         arrays = [given[spec.name] for spec in self.inputs]
-        outputs = [_output_buffer(spec, given.get(spec.name)) for spec in self.outputs]
+        outputs = [_output_buffer(spec.bound(values), given.get(spec.name))
+                   for spec in self.outputs]
         pointers = [array.ctypes.data for array in arrays + outputs]
-        self._function(*pointers, self._scratch_address())
+        arguments = [values[p] for p in self.params]
+        self._function(*pointers, self._scratch_address(arguments), *arguments)
         return {spec.name: array for spec, array in zip(self.outputs, outputs)}
 
     __call__ = run
 
-    def _scratch_address(self) -> int:
-        """This thread's scratch buffer (threads may run the same model concurrently)."""
+    def _scratch_address(self, arguments: list[int]) -> int:
+        """This thread's scratch buffer (threads may run the same model concurrently),
+        grown when the parameter values need more."""
+        size = (int(self._scratch_function(*arguments)) if self._scratch_function
+                else self.scratch_bytes)
         local = self._per_thread
-        if not hasattr(local, "address"):
-            local.scratch = aligned_empty(self.scratch_bytes)
-            local.address = local.scratch.ctypes.data
+        if getattr(local, "size", -1) < size:
+            local.scratch = aligned_empty(size)
+            local.address, local.size = local.scratch.ctypes.data, size
         return local.address
 
     def __repr__(self) -> str:

@@ -36,11 +36,22 @@ class Artifact(abi.Runner):
         except AttributeError:
             raise ArtifactError(f"{path}: the manifest names entry function {entry!r}, "
                                 "which the library does not export") from None
-        super().__init__(manifest, address)
+        try:
+            super().__init__(manifest, address, lambda name: _address(library, name))
+        except ValueError as error:
+            raise ArtifactError(f"{path}: {error}") from None
 
     def __repr__(self) -> str:
         return f"<Artifact {self.path.name} ({abi.signature(self.inputs)}) -> " \
                f"({abi.signature(self.outputs)})>"
+
+
+def _address(library: ctypes.CDLL, name: str) -> int:
+    """The address of the exported function ``name``, or 0."""
+    try:
+        return ctypes.cast(library[name], ctypes.c_void_p).value or 0
+    except AttributeError:
+        return 0
 
 
 def read_manifest(path: Path, library: ctypes.CDLL) -> dict:

@@ -119,7 +119,11 @@ class JitModule(abi.Runner):
             raise CodegenError(f"MCJIT found no address for @{entry}")
         self.seconds = {"parse": parsed - clock, "optimize": optimized - parsed,
                         "codegen": time.perf_counter() - optimized}
-        super().__init__(manifest, address)
+        try:
+            super().__init__(manifest, address, self._engine.get_function_address)
+        except ValueError as error:
+            raise CodegenError(f"the compiled module does not fit its manifest: {error}") \
+                from None
 
     @staticmethod
     def _create_engine(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> llvm.ExecutionEngine:
