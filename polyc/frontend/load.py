@@ -153,8 +153,7 @@ def _default_opset(proto: onnx.ModelProto, source: str) -> int:
 def _override_shapes(proto: onnx.ModelProto, shapes: Mapping[str, Sequence[int]]):
     """A copy of ``proto`` whose named graph inputs have the given static shapes."""
     proto = onnx.ModelProto.FromString(proto.SerializeToString())
-    initializers = {init.name for init in proto.graph.initializer}
-    by_name = {v.name: v for v in proto.graph.input if v.name not in initializers}
+    by_name = {v.name: v for v in _graph_inputs(proto)}
     for name, dims in shapes.items():
         value = by_name.get(name)
         if value is None:

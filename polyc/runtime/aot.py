@@ -8,8 +8,9 @@ position-independent target machine, links in a tiny module that defines::
 emits one object file and links it with the system C compiler
 (``$POLYC_CC -shared -o lib.so obj.o constants.s -lm -lgomp``). The model's constants
 (weights) reach the library through ``constants.s``, an assembly file that defines
-each constant's symbol in a read-only section as the ``.incbin`` of its bytes. The result loads with
-:func:`polyc.runtime.artifact.load_artifact`, which needs only numpy and ctypes.
+each constant's symbol in a read-only section as the ``.incbin`` of its bytes. The
+result loads with :func:`polyc.runtime.artifact.load_artifact`, which needs only numpy
+and ctypes.
 """
 
 from __future__ import annotations

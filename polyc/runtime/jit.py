@@ -25,7 +25,7 @@ from polyc.runtime import abi
 # OpenMP runtime of parallel loops (GOMP_parallel, omp_get_thread_num, ...).
 RUNTIME_LIBRARIES = ("m", "gomp")
 CONSTANT_ALIGNMENT = 64  # as the code generator declares them
-_modules = itertools.count()  # JIT symbols are process-wide: each module's get a suffix
+_modules = itertools.count()  # JIT symbols are process-wide: a suffix per module
 
 
 @functools.cache

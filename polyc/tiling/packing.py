@@ -109,8 +109,6 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
     to_statement = _copy_to_statement(domain, c, nr)
     source = to_statement.apply_range(operand.relation)
     target = set_space(ctx, name, [f"d{n}" for n in range(len(shape))]).align_params(params)
-    space = domain.get_space()
-    write = affs_to_map(space, target, [variable(space, d) for d in range(len(shape))])
     packed_read = Access(name, _panel_read(statement.domain, c, nr, target))
     reads = tuple(packed_read if k == c.b else r for k, r in enumerate(statement.reads))
     new_statement = dataclasses.replace(statement, reads=reads)
@@ -122,6 +120,8 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
         result = _with_constant(scop, statements, array, data, operand.array)
         return result, Packed(dataclasses.replace(c, statement=new_statement), None, name, nr,
                               operand.array, to_statement)
+    space = domain.get_space()
+    write = affs_to_map(space, target, [variable(space, d) for d in range(len(shape))])
     copy = Statement(copy_name, domain, Access(name, write.intersect_domain(domain)),
                      (Access(operand.array, source),), Load(0), statement.op_index,
                      statement.node)
@@ -158,7 +158,7 @@ def _packed_constant(scop: Scop, operand: str, source: isl.Map, shape: tuple[int
     elements = []
     for (coefficients, constant), extent in zip(index, array.shape):
         position = np.tensordot(np.asarray(coefficients, dtype=np.int64), grid, axes=1) + constant
-        elements.append(np.where(inside, np.clip(position, 0, extent - 1), 0))
+        elements.append(np.clip(position, 0, extent - 1))  # in bounds where not ``inside``
     value = np.asarray(scop.constants[operand], dtype=np.dtype(array.dtype)).reshape(array.shape)
     return np.where(inside, value[tuple(elements)], 0).astype(array.dtype)
 

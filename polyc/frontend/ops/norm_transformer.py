@@ -179,6 +179,15 @@ def _rows_from(ctx, X, axis: int, stash_type: int):
     return axes, identity_index(rank), kept_shape, kept_index, count
 
 
+def _inverse_root_mean(ctx, squares, count: Const, epsilon: float, kept_shape, label: str):
+    """Per row, 1 / sqrt(squares / count + epsilon) (``squares``: keepdims-shaped)."""
+    ident = identity_index(len(kept_shape))
+    mean_eps = Call("add", (Call("div", (Read(squares.name, ident), count)),
+                            Const(float(epsilon))))
+    return ctx.map(kept_shape, Call("div", (Const(1.0), Call("sqrt", (mean_eps,)))),
+                   label=label)
+
+
 @onnx_op("LayerNormalization", 17)
 def LayerNormalization(ctx, X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1):
     """LayerNormalization-17 over the dims from ``axis`` on (n elements per row):
@@ -195,10 +204,7 @@ def LayerNormalization(ctx, X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_ty
                    label="layernorm_mean")
     d = Call("sub", (x, Read(mean.name, kept_index)))
     squares = _row_reduce(ctx, Call("mul", (d, d)), X.shape, axes, "add", "layernorm_var")
-    var_eps = Call("add", (Call("div", (Read(squares.name, ident), count)),
-                           Const(float(epsilon))))
-    inv = ctx.map(kept_shape, Call("div", (Const(1.0), Call("sqrt", (var_eps,)))),
-                  label="layernorm_inv")
+    inv = _inverse_root_mean(ctx, squares, count, epsilon, kept_shape, "layernorm_inv")
     y = Call("mul", (Call("mul", (d, Read(inv.name, kept_index))),
                      _broadcast_read(ctx, Scale, X.shape, "Scale")))
     if B is not None:
@@ -214,10 +220,7 @@ def RMSNormalization(ctx, X, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
     axes, ident, kept_shape, kept_index, count = _rows_from(ctx, X, axis, stash_type)
     x = Read(X.name, ident)
     squares = _row_reduce(ctx, Call("mul", (x, x)), X.shape, axes, "add", "rmsnorm_squares")
-    mean_eps = Call("add", (Call("div", (Read(squares.name, ident), count)),
-                            Const(float(epsilon))))
-    inv = ctx.map(kept_shape, Call("div", (Const(1.0), Call("sqrt", (mean_eps,)))),
-                  label="rmsnorm_inv")
+    inv = _inverse_root_mean(ctx, squares, count, epsilon, kept_shape, "rmsnorm_inv")
     y = Call("mul", (Call("mul", (x, Read(inv.name, kept_index))),
                      _broadcast_read(ctx, scale, X.shape, "scale")))
     return ctx.map(X.shape, y, label="rmsnorm")
