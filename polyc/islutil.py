@@ -69,16 +69,25 @@ def set_space(ctx: isl.Context, name: str, dims: Sequence[str]) -> isl.Space:
     return isl.Space.create_from_names(ctx, set=list(dims)).set_tuple_name(isl.dim_type.set, name)
 
 
-def box(ctx: isl.Context, name: str, extents: Sequence[int], prefix: str = "i") -> isl.Set:
-    """``{ name[i0, .., in-1] : 0 <= ik < extents[k] }``."""
+def box(ctx: isl.Context, name: str, extents: Sequence[int | str], prefix: str = "i"
+        ) -> isl.Set:
+    """``{ name[i0, .., in-1] : 0 <= ik < extents[k] }``; an extent may be the name of a
+    parameter (``"batch"``), which then is a parameter of the set."""
+    params = list(dict.fromkeys(e for e in extents if isinstance(e, str)))
     space = set_space(ctx, name, [f"{prefix}{k}" for k in range(len(extents))])
+    if params:
+        space = space.align_params(params_space(ctx, params))
     result = isl.Set.universe(space)
     for dim, extent in enumerate(extents):
         lower = isl.Constraint.inequality_alloc(space).set_coefficient_val(
             isl.dim_type.set, dim, 1)
-        upper = (isl.Constraint.inequality_alloc(space)
-                 .set_coefficient_val(isl.dim_type.set, dim, -1)
-                 .set_constant_val(extent - 1))
+        upper = isl.Constraint.inequality_alloc(space).set_coefficient_val(
+            isl.dim_type.set, dim, -1)
+        if isinstance(extent, str):
+            upper = (upper.set_coefficient_val(isl.dim_type.param, params.index(extent), 1)
+                     .set_constant_val(-1))
+        else:
+            upper = upper.set_constant_val(extent - 1)
         result = result.add_constraint(lower).add_constraint(upper)
     return result
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -53,6 +53,7 @@ class Options:
     shapes: Mapping[str, tuple[int, ...]] | None = None
     dims: Mapping[str, int] | None = None  # named dynamic dims fixed everywhere
     params: Mapping[str, int] | None = None  # parameter values (loop nests)
+    symbolic: tuple[str, ...] | None = None  # dims (parameters) left symbolic
     threads: int | None = None  # parallel loops: None OpenMP's default, 1 serial code
 
     def __post_init__(self):
@@ -67,6 +68,7 @@ class Options:
         data["shapes"] = {k: list(v) for k, v in (self.shapes or {}).items()}
         data["dims"] = dict(self.dims or {})
         data["params"] = dict(self.params or {})
+        data["symbolic"] = list(self.symbolic or ())
         return data
 
 
@@ -90,11 +92,13 @@ class Compilation:
 
     @property
     def manifest(self) -> dict[str, Any]:
+        params = {"params": list(self.plan.params)} if self.plan.params else {}
         return {
             "format": "polyc-1", "entry": ENTRY,
             "inputs": [self._describe(n) for n in self.plan.inputs],
             "outputs": [self._describe(n) for n in self.plan.outputs],
-            "scratch_bytes": self.plan.scratch_bytes,
+            **params,
+            "scratch_bytes": self.plan.manifest_scratch,
             "model_hash": self.graph.model_hash if self.graph is not None else "",
             "options": self.options.as_dict(),
             "polyc_version": __version__,
@@ -138,15 +142,17 @@ def lower(model, options: Options) -> Compilation:
     if isinstance(model, Graph):
         graph = model
     else:
+        symbolic = {"symbolic": options.symbolic} if options.symbolic else {}
         graph = stages.run("frontend", import_model, model, shapes=options.shapes,
-                           dims=options.dims)
+                           dims=options.dims, **symbolic)
     scop = stages.run("scop", build_scop, graph)
     return replace(lower_scop(scop, options, stages), graph=graph)
 
 
 def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     """SCoP -> LLVM IR: every stage from dependences on; parameters stay symbolic until
-    they are bound (``options.params``) for AST generation."""
+    they are bound (``options.params``) for AST generation, but for those kept symbolic
+    (``options.symbolic``), which become arguments of the generated code."""
     scop, inlined = stages.run("inline", inline_temporaries, scop, policy=options.fuse)
     scop = stages.run("dependences", compute_dependences, scop)
     config.log_section(config.SYSTEMS, "dependences", str(scop.dependences))
@@ -154,7 +160,8 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     scheduled = stages.run("schedule", schedule, scop, groups, scheduler=options.scheduler)
     if options.check:
         stages.run("legality", check_legality, scop, scheduled.schedule)
-    scop = stages.run("parameters", bind_parameters, scop, options.params)
+    scop = stages.run("parameters", bind_parameters, scop, options.params,
+                      options.symbolic or ())
     scop, scheduled = stages.run("tiling", tile, scop, scheduled, enabled=options.tile,
                                  size=options.tile_size, blocking=options.blocking)
     scheduled = stages.run("parallel", parallelize, scop, scheduled, threads=options.threads)
@@ -172,12 +179,15 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
 def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
                   shapes: Mapping[str, tuple[int, ...]] | None = None,
                   dims: Mapping[str, int] | None = None,
+                  symbolic: Sequence[str] | None = None,
                   fast_math: bool = True, tile: bool = True,
                   tile_size=None, blocking=None,
                   threads: int | None = None) -> "CompiledModel":
     """Compile ``model`` (path, bytes or ModelProto) to native code in this process.
     ``shapes`` (``{"x": (1, 3, 224, 224)}``) fixes whole input shapes and ``dims``
-    (``{"batch": 8}``) named dynamic dims wherever they appear;
+    (``{"batch": 8}``) named dynamic dims wherever they appear; ``symbolic``
+    (``["batch"]``) keeps named dynamic dims symbolic: the code takes any value, read
+    from the input shapes at each call;
     ``fast_math=False`` keeps IEEE float order: no reassociation, no FMA contraction;
     ``tile=False`` keeps the scheduler's loops untiled; ``blocking`` (a
     :class:`~polyc.tiling.microkernel.Blocking` or ``(mr, nr, mc, nc, kc)``) fixes the
@@ -187,22 +197,37 @@ def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check
     loops on that many threads (None: ``OMP_NUM_THREADS`` at run time; 1: serial code)."""
     options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
                       shapes=dict(shapes) if shapes else None,
-                      dims=dict(dims) if dims else None, threads=threads)
+                      dims=dict(dims) if dims else None,
+                      symbolic=_names(symbolic), threads=threads)
     return _jit(lower(model, options))
 
 
 def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
-                 scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
+                 symbolic: Sequence[str] | None = None, scheduler: str = "pluto",
+                 fuse: str = "smart", check: bool = True,
                  fast_math: bool = True, tile: bool = True,
                  tile_size=None, blocking=None,
                  threads: int | None = None) -> "CompiledModel":
     """Compile a SCoP (e.g. a :class:`polyc.scop.nest.LoopNest`'s) at the parameter
-    values ``params``; its ``run`` returns every array's final value. Options as for
-    :func:`compile_model`."""
-    values = check_values(scop, params)  # before any work: name a missing value now
+    values ``params``, but for the parameters in ``symbolic``, which the code takes at
+    run time (read from the array shapes that name them); its ``run`` returns every
+    array's final value. Options as for :func:`compile_model`."""
+    symbolic = _names(symbolic)
+    values = check_values(scop, params, symbolic or ())  # name a missing value now
     options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
-                      params=values or None, threads=threads)
+                      params=values or None, symbolic=symbolic, threads=threads)
     return _jit(lower_scop(scop, options, _Stages()))
+
+
+def _names(symbolic) -> tuple[str, ...] | None:
+    """The dim names to keep symbolic, as a tuple (a single name is accepted)."""
+    if not symbolic:
+        return None
+    names = (symbolic,) if isinstance(symbolic, str) else tuple(symbolic)
+    bad = [n for n in names if not isinstance(n, str) or not n]
+    if bad:
+        raise PolycError(f"symbolic takes dim names (strings), got {bad[0]!r}")
+    return names
 
 
 def _blocking(value):

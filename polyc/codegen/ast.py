@@ -4,6 +4,10 @@ At each statement instance the AST build gives us the schedule -> domain map; ev
 access's row-major element offset is pulled back through it and turned into an isl
 AST expression of the loop iterators, so isl simplifies it (no floor/mod left for
 affine accesses). The user node is annotated with an id naming its :class:`Instance`.
+
+An array whose shape names a symbolic parameter has no affine offset (isl cannot
+multiply an index by a parameter): its accesses are one AST expression per array dim,
+and codegen computes the row-major offset from the run-time extents.
 """
 
 from __future__ import annotations
@@ -36,13 +40,17 @@ def children(node: isl.AstNode) -> Iterator[isl.AstNode]:
         yield from (nodes.get_at(k) for k in range(nodes.n_ast_node()))
 
 
+Offset = isl.AstExpr | tuple[isl.AstExpr, ...]  # flat element offset, or index per dim
+
+
 @dataclass(frozen=True)
 class Instance:
-    """One user node of the AST: a statement and its access offsets as AST expressions."""
+    """One user node of the AST: a statement and its access offsets as AST expressions
+    (an :data:`Offset` per access: a tuple of indices for a symbolic shape)."""
 
     statement: Statement
-    write: isl.AstExpr
-    reads: tuple[isl.AstExpr, ...]
+    write: Offset
+    reads: tuple[Offset, ...]
     guards: tuple[isl.AstExpr | None, ...] = ()  # per read: None when always inside
 
 
@@ -77,8 +85,7 @@ def build_ast(scop: Scop, schedule: isl.Schedule) -> LoopProgram:
             name = node.user_get_expr().op_get_arg(0).id_get_id().get_name()
             schedule_map = isl.Map.from_union_map(build.get_schedule())
             iterators = isl.PwMultiAff.from_map(schedule_map.reverse())
-            write, *reads = [build.expr_from_pw_aff(off.pullback_pw_multi_aff(iterators))
-                             for off in offsets[name]]
+            write, *reads = [_expr(build, off, iterators) for off in offsets[name]]
             statement = scop.statement(name)
             guards = tuple(_guard(build, r.guard, schedule_map) for r in statement.reads)
             instances.append(Instance(statement, write, tuple(reads), guards))
@@ -105,10 +112,28 @@ def _context(scop: Scop) -> isl.Set:
     return scop.context
 
 
-def _statement_offsets(scop: Scop, statement: Statement) -> list[isl.PwAff]:
-    """Element offsets of the write, then of each read, as functions of the instance."""
-    accesses = (statement.write,) + statement.reads
-    return [flat_offset(a.loaded, scop.array(a.array).shape) for a in accesses]
+def _statement_offsets(scop: Scop, statement: Statement
+                       ) -> list[isl.PwAff | tuple[isl.PwAff, ...]]:
+    """Element offsets of the write, then of each read, as functions of the instance:
+    for an array of symbolic shape, its index along each dim."""
+    result = []
+    for access in (statement.write,) + statement.reads:
+        array = scop.array(access.array)
+        if array.symbolic:
+            index = isl.PwMultiAff.from_map(access.loaded)
+            domain = access.loaded.domain()
+            result.append(tuple(index.get_pw_aff(k).gist(domain).coalesce()
+                                for k in range(len(array.shape))))
+        else:
+            result.append(flat_offset(access.loaded, array.shape))
+    return result
+
+
+def _expr(build: isl.AstBuild, offset, iterators: isl.PwMultiAff) -> Offset:
+    """An offset (or per-dim indices) as AST expressions of the loop iterators."""
+    if isinstance(offset, tuple):
+        return tuple(_expr(build, index, iterators) for index in offset)
+    return build.expr_from_pw_aff(offset.pullback_pw_multi_aff(iterators))
 
 
 def _guard(build: isl.AstBuild, guard: isl.Set | None, schedule_map: isl.Map

@@ -6,6 +6,10 @@ which places temporaries in scratch and passes constants (external globals, see
 :mod:`polyc.codegen.layout`). Each loop
 under a ``parallel`` mark is outlined to a body function of its own, run on threads
 by the OpenMP runtime (:mod:`polyc.codegen.parallel`).
+
+Symbolic parameters (dims kept symbolic) are ``i64`` arguments: of the entry after the
+scratch pointer, and of every function below it; the offsets of arrays with symbolic
+shapes are computed row-major from those values.
 """
 
 from __future__ import annotations
@@ -13,15 +17,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import islpy as isl
+import numpy as np
 from llvmlite import ir
 
 from polyc.codegen import parallel, scalars, vector
-from polyc.codegen.ast import LoopProgram, children
+from polyc.codegen.ast import LoopProgram, Offset, children
 from polyc.codegen.exprs import FAST, I1, I64, int_expr
-from polyc.codegen.layout import ALIGN, BufferPlan, constant_symbol
+from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
 from polyc.errors import CodegenError
 from polyc.frontend.core import Call, Const, result_dtype
-from polyc.islutil import strides
 from polyc.scop.model import Load, LoadAt, Scop
 
 PTR = ir.PointerType()
@@ -36,11 +40,13 @@ def emit_module(scop: Scop, program: LoopProgram, plan: BufferPlan, *,
     ``threads`` runs parallel loops on that many threads (None: the OpenMP default;
     1: no parallel regions at all)."""
     module = ir.Module(name="polyc")
-    arrays = plan.inputs + plan.outputs + tuple(plan.scratch) + plan.constants
+    arrays = plan.inputs + plan.outputs + tuple(plan.scratch) + plan.symbolic + plan.constants
     kernel = _kernel(module, scop, program, arrays, threads)
     if not fast_math:
         _drop_fast_math(module)
-    _entry(module, kernel, plan, _constants(module, scop, plan))
+    _entry(module, kernel, scop, plan, _constants(module, scop, plan))
+    if plan.symbolic:
+        _scratch_function(module, scop, plan)
     return str(module)
 
 
@@ -66,31 +72,71 @@ def _constants(module: ir.Module, scop: Scop, plan: BufferPlan) -> list[ir.Globa
     return result
 
 
-def _entry(module, kernel, plan: BufferPlan, globals_: list) -> None:
-    n_params = len(plan.inputs) + len(plan.outputs) + 1
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * n_params), name=ENTRY)
-    for arg in fn.args:
+def _entry(module, kernel, scop: Scop, plan: BufferPlan, globals_: list) -> None:
+    n_pointers = len(plan.inputs) + len(plan.outputs) + 1
+    types = [PTR] * n_pointers + [I64] * len(plan.params)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), types), name=ENTRY)
+    for arg in fn.args[:n_pointers]:
         arg.add_attribute("noalias")
+    for arg, name in zip(fn.args[n_pointers:], plan.params):
+        arg.name = name
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    *params, scratch = fn.args
-    temps = [b.gep(scratch, [ir.Constant(I64, off)], inbounds=True, source_etype=ir.IntType(8))
-             for off in plan.scratch.values()]
-    b.call(kernel, list(params) + temps + list(globals_))
+    *pointers, scratch = fn.args[:n_pointers]
+    values = dict(zip(plan.params, fn.args[n_pointers:]))
+    offsets = [ir.Constant(I64, off) for off in plan.scratch.values()]
+    offsets += _symbolic_offsets(b, scop, plan, values)[:-1]
+    temps = [b.gep(scratch, [off], inbounds=True, source_etype=ir.IntType(8)) for off in offsets]
+    b.call(kernel, pointers + temps + list(globals_) + list(values.values()))
     b.ret_void()
+
+
+def _symbolic_offsets(b: ir.IRBuilder, scop: Scop, plan: BufferPlan,
+                      values: Mapping[str, ir.Value]) -> list[ir.Value]:
+    """The scratch offsets of the temporaries of symbolic size, then the end of the last."""
+    offset = ir.Constant(I64, plan.scratch_bytes)
+    result = [offset]
+    for name in plan.symbolic:
+        array = scop.array(name)
+        size = ir.Constant(I64, np.dtype(array.dtype).itemsize)
+        for extent in array.shape:
+            size = b.mul(size, _extent_value(extent, values.__getitem__))
+        rounded = b.and_(b.add(size, ir.Constant(I64, ALIGN - 1)), ir.Constant(I64, -ALIGN))
+        offset = b.add(offset, rounded)
+        result.append(offset)
+    return result
+
+
+def _scratch_function(module, scop: Scop, plan: BufferPlan) -> None:
+    """The exported ``int64_t polyc_scratch_bytes(int64_t params...)``."""
+    fn = ir.Function(module, ir.FunctionType(I64, [I64] * len(plan.params)),
+                     name=SCRATCH_FUNCTION)
+    for arg, name in zip(fn.args, plan.params):
+        arg.name = name
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(_symbolic_offsets(b, scop, plan, dict(zip(plan.params, fn.args)))[-1])
+
+
+def _extent_value(extent: int | str, value) -> ir.Value:
+    """An array extent as an i64: a constant, or ``value(name)`` of a symbolic one."""
+    return value(extent) if isinstance(extent, str) else ir.Constant(I64, extent)
 
 
 def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...],
             threads: int | None) -> ir.Function:
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * len(arrays)),
-                     name="polyc_kernel")
+    symbolic = scop.symbolic_params
+    types = [PTR] * len(arrays) + [I64] * len(symbolic)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), types), name="polyc_kernel")
     fn.linkage = "internal"
-    for arg, name in zip(fn.args, arrays):
+    for arg, name in zip(fn.args, arrays + symbolic):
         arg.name = name
+    for arg in fn.args[:len(arrays)]:
         arg.add_attribute("noalias")
     pointers = dict(zip(arrays, fn.args))
-    emitter = _LoopEmitter(fn, pointers, program, scop.param_values or {}, threads=threads)
+    params = {name: ir.Constant(I64, value) for name, value in (scop.param_values or {}).items()}
+    params.update(zip(symbolic, fn.args[len(arrays):]))
+    emitter = _LoopEmitter(fn, pointers, program, params, threads=threads)
     for part in _parts(program.root):
-        _emit_part(module, emitter, part, program, scop.param_values or {}, threads)
+        _emit_part(module, emitter, part, program, symbolic, threads)
     emitter.builder.ret_void()
     return fn
 
@@ -106,16 +152,20 @@ def _parts(root: isl.AstNode) -> list[isl.AstNode]:
 
 
 def _emit_part(module: ir.Module, kernel: _LoopEmitter, node: isl.AstNode,
-               program: LoopProgram, params: Mapping[str, int], threads: int | None) -> None:
-    """``node`` as ``void polyc_kernel.partN(ptr noalias arrays..)``, called from the kernel."""
+               program: LoopProgram, symbolic: tuple[str, ...], threads: int | None) -> None:
+    """``node`` as ``void polyc_kernel.partN(ptr noalias arrays.., i64 symbolic..)``,
+    called from the kernel."""
     arrays = parallel.arrays_in(node, program)
     if not arrays:
         return
-    fn = parallel.noalias_function(module, "polyc_kernel.part", arrays)
+    fn = parallel.noalias_function(module, "polyc_kernel.part", arrays, symbolic)
+    params = dict(kernel.params)
+    params.update(zip(symbolic, fn.args[len(arrays):]))
     emitter = _LoopEmitter(fn, dict(zip(arrays, fn.args)), program, params, threads=threads)
     emitter.node(node)
     emitter.builder.ret_void()
-    kernel.builder.call(fn, [kernel.pointers[a] for a in arrays])
+    kernel.builder.call(fn, [kernel.pointers[a] for a in arrays]
+                        + [kernel.params[p] for p in symbolic])
 
 
 def loop_hints(module: ir.Module) -> ir.MDValue:
@@ -144,12 +194,13 @@ def _contains_loop(node: isl.AstNode) -> bool:
 
 class _LoopEmitter:
     """Walks the isl AST; loop iterators live in entry-block allocas (mem2reg lifts them);
-    parameter ids are the i64 constants of their bound values. In an outlined loop body,
+    ``params`` gives the i64 value of each parameter id: the constant of a bound one,
+    the function's argument for a symbolic one. In an outlined loop body,
     ``outer`` gives the values of the enclosing loops' iterators (its parameters), and
     parallel marks are emitted serially."""
 
     def __init__(self, fn: ir.Function, pointers: dict, program: LoopProgram,
-                 params: Mapping[str, int], *, threads: int | None = None,
+                 params: Mapping[str, ir.Value], *, threads: int | None = None,
                  outer: Mapping[str, ir.Value] | None = None):
         self.fn, self.pointers, self.program, self.params = fn, pointers, program, params
         self.entry = fn.append_basic_block("entry")
@@ -179,7 +230,7 @@ class _LoopEmitter:
         if name in self.outer:
             return self.outer[name]
         if name in self.params:
-            return ir.Constant(I64, self.params[name])
+            return self.params[name]
         raise CodegenError(f"the isl AST uses {name!r}, neither a loop iterator nor a bound "
                            "parameter")
 
@@ -267,7 +318,9 @@ class _LoopEmitter:
     def parallel_loop(self, node: isl.AstNode, bounds: parallel.Bounds) -> None:
         """The ``for`` node as a body function of its own, run on the threads."""
         arrays = parallel.arrays_in(node, self.program)
-        outer = [*self.outer, *self.scope]
+        symbolic = [p for p in self.params if not isinstance(self.params[p], ir.Constant)
+                    and p not in self.outer]
+        outer = [*self.outer, *self.scope, *symbolic]
         body = parallel.body_function(self.fn.module, f"{self.fn.name}.loop{bounds.iterator}",
                                       arrays, outer, bounds.iterator)
         n = len(arrays)
@@ -353,18 +406,34 @@ class _LoopEmitter:
     def _memory_type(self, array: str) -> ir.Type:
         return scalars.MEMORY[self._dtype(array)]
 
-    def _address(self, array: str, offset: isl.AstExpr) -> ir.Value:
-        return self.builder.gep(self.pointers[array], [self.int_value(offset)], inbounds=True,
-                                source_etype=self._memory_type(array))
+    def _address(self, array: str, offset: Offset) -> ir.Value:
+        return self.builder.gep(self.pointers[array], [self._element(array, offset)],
+                                inbounds=True, source_etype=self._memory_type(array))
 
-    def _lookup_address(self, access, offset: isl.AstExpr, at: ir.Value) -> ir.Value:
+    def _element(self, array: str, offset: Offset) -> ir.Value:
+        """The element offset: isl's, or row-major from the indices of a symbolic shape."""
+        if not isinstance(offset, tuple):
+            return self.int_value(offset)
+        b = self.builder
+        shape = self.program.arrays[array].shape
+        element = self.int_value(offset[0])
+        for index, extent in zip(offset[1:], shape[1:]):
+            element = b.add(b.mul(element, self._extent(extent)), self.int_value(index))
+        return element
+
+    def _extent(self, extent: int | str) -> ir.Value:
+        return _extent_value(extent, self.iterator_value)
+
+    def _lookup_address(self, access, offset: Offset, at: ir.Value) -> ir.Value:
         """The element of a lookup read: ``offset`` (index 0 along the looked-up dim)
         plus the index ``at`` (wrapped and clamped into the dim) times the dim's stride."""
         b = self.builder
         shape = self.program.arrays[access.array].shape
-        index = scalars.index_within(b, at, shape[access.lookup])
-        step = ir.Constant(I64, strides(shape)[access.lookup])
-        element = b.add(self.int_value(offset), b.mul(index, step))
+        index = scalars.index_within(b, at, self._extent(shape[access.lookup]))
+        step = ir.Constant(I64, 1)
+        for extent in shape[access.lookup + 1:]:
+            step = b.mul(step, self._extent(extent))
+        element = b.add(self._element(access.array, offset), b.mul(index, step))
         return b.gep(self.pointers[access.array], [element], inbounds=True,
                      source_etype=self._memory_type(access.array))
 

@@ -183,13 +183,15 @@ def to_memory(b: ir.IRBuilder, value, dtype: str) -> ir.Value:
     return b.zext(value, shaped(I8, value.type)) if dtype == "bool" else value
 
 
-def index_within(b: ir.IRBuilder, value, extent: int) -> ir.Value:
+def index_within(b: ir.IRBuilder, value, extent: int | ir.Value) -> ir.Value:
     """An integer index (i64 or i32) as i64, negative ones counted from ``extent`` (ONNX),
-    then clamped into ``[0, extent)`` so the element read is always inside the dim."""
+    then clamped into ``[0, extent)`` so the element read is always inside the dim;
+    ``extent`` is an int or an i64 value (a symbolic dim)."""
     if value.type != I64:
         value = b.sext(value, I64)
-    zero, size = ir.Constant(I64, 0), ir.Constant(I64, extent)
+    zero = ir.Constant(I64, 0)
+    size = extent if isinstance(extent, ir.Value) else ir.Constant(I64, extent)
     wrapped = b.select(b.icmp_signed("<", value, zero), b.add(value, size), value)
     low = b.select(b.icmp_signed("<", wrapped, zero), zero, wrapped)
-    last = ir.Constant(I64, extent - 1)
+    last = b.sub(size, ir.Constant(I64, 1))
     return b.select(b.icmp_signed(">", low, last), last, low)

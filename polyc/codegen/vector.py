@@ -94,14 +94,25 @@ def lanes(node: isl.AstNode, offsets) -> Lanes | None:
         return None
     strides = []
     for offset in offsets(body):
-        form = linear(offset)
-        stride = None if form is None else form.get(iterator, 0)
+        stride = _stride(offset, iterator)
         if stride not in (0, 1):
             return None
         strides.append(stride)
     if strides[0] != 1:  # a write to one element from every lane: a reduction
         return None
     return Lanes(iterator, init, bound, span == LANES - 1, body, tuple(strides))
+
+
+def _stride(offset, iterator: str) -> int | None:
+    """The element stride of an access offset along ``iterator``; an offset given per
+    array dim (a symbolic shape) has stride 1 when only its last index moves, by 1."""
+    if not isinstance(offset, tuple):
+        form = linear(offset)
+        return None if form is None else form.get(iterator, 0)
+    steps = [_stride(index, iterator) for index in offset]
+    if any(step != 0 for step in steps[:-1]):
+        return None
+    return steps[-1]
 
 
 def unit_loop(node: isl.AstNode) -> tuple[str, isl.AstExpr, isl.AstExpr] | None:

@@ -83,8 +83,9 @@ def check_manifest(manifest: Mapping) -> None:
     if missing:
         raise ValueError(f"the manifest lacks {', '.join(missing)}")
     params = manifest_params(manifest)
-    inputs, _ = tensor_specs(manifest, "inputs"), tensor_specs(manifest, "outputs")
-    named = {d for spec in inputs for d in spec.shape if isinstance(d, str)}
+    inputs, outputs = tensor_specs(manifest, "inputs"), tensor_specs(manifest, "outputs")
+    given = inputs + tuple(spec for spec in outputs if spec.init == "given")
+    named = {d for spec in given for d in spec.shape if isinstance(d, str)}
     unread = [p for p in params if p not in named]
     if unread:
         raise ValueError(f"parameter {', '.join(unread)} is in no input shape")

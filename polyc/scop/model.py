@@ -14,7 +14,20 @@ import numpy as np
 
 from polyc.errors import ShapeError
 from polyc.frontend.core import Call, Const
-from polyc.islutil import union_maps, union_of
+from polyc.islutil import eval_params, union_maps, union_of
+
+NOMINAL = 64  # a symbolic parameter's value where tiling chooses sizes
+
+
+def extent_expr(scop: Scop, extent: str) -> isl.PwAff:
+    """A symbolic extent (isl text over the SCoP's parameters) as a PwAff."""
+    declaration = f"[{', '.join(scop.params)}] -> " if scop.params else ""
+    return isl.PwAff.read_from_str(scop.ctx, declaration + f"{{ [({extent})] }}")
+
+
+def extent_value(scop: Scop, extent: str, values: Mapping[str, int]) -> int:
+    """A symbolic extent at the parameter values ``values``."""
+    return eval_params(extent_expr(scop, extent), values)
 
 
 @dataclass(frozen=True)
@@ -181,6 +194,37 @@ class Scop:
     params: tuple[str, ...] = ()
     context: isl.Set | None = None  # None: no constraint on the parameters
     param_values: Mapping[str, int] | None = None
+
+    @property
+    def symbolic_params(self) -> tuple[str, ...]:
+        """The parameters left symbolic once the others are bound (all, before)."""
+        return tuple(p for p in self.params if p not in (self.param_values or {}))
+
+    @property
+    def sizing_context(self) -> isl.Set | None:
+        """The parameter values at which tiling and parallel marks choose sizes: the
+        context, with each symbolic parameter at :data:`NOMINAL` (if the context
+        allows it). The schedules they build stay valid for every value."""
+        symbolic = self.symbolic_params
+        if not symbolic or self.context is None:
+            return self.context
+        nominal = self.context
+        for name in symbolic:
+            k = nominal.find_dim_by_name(isl.dim_type.param, name)
+            fixed = nominal.fix_val(isl.dim_type.param, k, isl.Val.int_from_si(self.ctx, NOMINAL))
+            nominal = nominal if fixed.is_empty() else fixed
+        return nominal
+
+    def sizing_shape(self, name: str) -> tuple[int, ...]:
+        """Array ``name``'s shape at the sizing context (strides for tiling decisions)."""
+        array = self.array(name)
+        if not array.symbolic:
+            return array.shape
+        point = self.sizing_context.sample_point()
+        values = {p: point.get_coordinate_val(isl.dim_type.param, k).to_python()
+                  for k, p in enumerate(self.params)}
+        return tuple(e if isinstance(e, int) else extent_value(self, e, values)
+                     for e in array.shape)
 
     def array(self, name: str) -> Array:
         for array in self.arrays:

@@ -72,7 +72,7 @@ def _contractions(scop: Scop, schedule: isl.Schedule, blockings: Lookup
             c = match_contraction(scop, node)
             if c is not None and packable(scop, c):
                 block = blockings({c.statement.name}) or choose_blocking(c, host_caches())
-                if c.extent("i") >= block.mr and c.extent("j") >= block.nr:
+                if c.size("i") >= block.mr and c.size("j") >= block.nr:
                     found.append((c, block))
         return True
 

@@ -24,7 +24,7 @@ import islpy as isl
 
 from polyc.frontend.core import Call, Const
 from polyc.islutil import box, flat_offset, union_maps, union_sets
-from polyc.scop.model import Load, Scop, Statement
+from polyc.scop.model import NOMINAL, Load, Scop, Statement
 from polyc.tiling.order import band_rows, coefficients, moving_dims
 
 
@@ -37,10 +37,15 @@ class Contraction:
     batch: tuple[int, ...]
     a: int  # index in statement.reads of the operand without j
     b: int  # ... of the operand with j (packed)
-    extents: tuple[int, ...]  # per domain dimension, from 0
+    extents: tuple[int | str, ...]  # per domain dimension, from 0; str: a parameter
 
-    def extent(self, role: str) -> int:
+    def extent(self, role: str) -> int | str:
         return self.extents[getattr(self, role)]
+
+    def size(self, role: str) -> int:
+        """The extent, or :data:`NOMINAL` for a symbolic one (to choose sizes by)."""
+        extent = self.extent(role)
+        return NOMINAL if isinstance(extent, str) else extent
 
 
 def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
@@ -62,7 +67,11 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
                (statement.write, statement.reads[x], statement.reads[y])]
     if any(s is None for s in strides):
         return None
-    return _roles(statement, extents, moving_dims(statement.domain, scop), *strides, x, y)
+    found = _roles(statement, extents, moving_dims(statement.domain, scop), *strides, x, y)
+    if found is not None and any(isinstance(e, str) for e in (found.extent("j"),
+                                                                 found.extent("k"))):
+        return None  # symbolic columns or reduction: plain tiles (packing needs them fixed)
+    return found
 
 
 def _operands(statement: Statement) -> tuple[int, int] | None:
@@ -92,20 +101,33 @@ def _factors(expr) -> list[int] | None:
     return None
 
 
-def _box_extents(scop: Scop, domain: isl.Set) -> tuple[int, ...] | None:
-    """The extents of a domain that is a box starting at 0 (at the bound parameters)."""
+def _box_extents(scop: Scop, domain: isl.Set) -> tuple[int | str, ...] | None:
+    """The extents of a domain that is a box starting at 0 (at the bound parameters):
+    an int, or the name of the symbolic parameter that is the extent."""
     if scop.context is not None:
         domain = domain.intersect_params(scop.context)
-    extents = []
+    sizing = domain if scop.sizing_context is None else \
+        domain.intersect_params(scop.sizing_context)
+    extents: list[int | str] = []
     for d in range(domain.dim(isl.dim_type.set)):
-        low, high = domain.dim_min_val(d), domain.dim_max_val(d)
+        low, high = sizing.dim_min_val(d), sizing.dim_max_val(d)
         if not (low.is_int() and high.is_int()) or low.to_python() != 0:
             return None
         extents.append(high.to_python() + 1)
+        high = domain.dim_max(d)
+        if scop.context is not None:
+            high = high.gist_params(scop.context)
+        symbolic = [p for p in scop.symbolic_params if high.involves_dims(
+            isl.dim_type.param, high.get_domain_space().find_dim_by_name(isl.dim_type.param, p),
+            1)]
+        if len(symbolic) > 1:
+            return None
+        if symbolic:
+            extents[-1] = symbolic[0]
     hull = box(scop.ctx, domain.get_tuple_name(), extents).align_params(domain.get_space())
     if scop.context is not None:
         hull = hull.intersect_params(scop.context)
-    return tuple(extents) if hull.is_subset(domain) else None
+    return tuple(extents) if hull.is_equal(domain) else None
 
 
 def _unit_rows(scop: Scop, band: isl.ScheduleNode, statement: Statement) -> bool:
@@ -126,7 +148,7 @@ def _unit_rows(scop: Scop, band: isl.ScheduleNode, statement: Statement) -> bool
 
 
 def _strides(scop: Scop, access) -> list[int] | None:
-    return coefficients(flat_offset(access.affine, scop.array(access.array).shape))
+    return coefficients(flat_offset(access.affine, scop.sizing_shape(access.array)))
 
 
 def _roles(statement, extents, dims, write, x, y, read_x: int, read_y: int

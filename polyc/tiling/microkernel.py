@@ -96,7 +96,7 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
       with column tiles inside row tiles it matters little).
 
     Blocks never exceed the extents (rounded up to whole register tiles)."""
-    m, n, k = c.extent("i"), c.extent("j"), c.extent("k")
+    m, n, k = c.size("i"), c.size("j"), c.size("k")
     mr, nr = min(REGISTER_TILES, key=lambda t: (n % t[1] if t[1] <= n else n, m % t[0]))
     kc = min(KC, -(-k // LANES) * LANES)
     nc = _fit(caches.l2 // 2 // (kc * FLOAT_BYTES), nr, n)
@@ -209,7 +209,16 @@ def full_tiles(c: Contraction, block: Blocking, attached: Sequence[Attached] = (
     lie in full register tiles."""
     domain = c.statement.domain
     for dim, size in ((c.i, block.mr), (c.j, block.nr)):
-        last = c.extents[dim] // size * size - 1
+        extent = c.extents[dim]
+        if isinstance(extent, str):  # the tile of x ends by the extent: mr*floor(x/mr)+mr <= N
+            space = domain.get_space()
+            end = isl.PwAff.from_aff(_div(variable(space, dim), size).scale_val(
+                _val(space, size)).add_constant_val(_val(space, size)))
+            bound = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(space)).set_coefficient_val(
+                isl.dim_type.param, space.find_dim_by_name(isl.dim_type.param, extent), 1)
+            domain = domain.intersect(end.le_set(isl.PwAff.from_aff(bound)))
+            continue
+        last = extent // size * size - 1
         domain = domain.upper_bound_val(isl.dim_type.set, dim,
                                         isl.Val.int_from_si(domain.get_ctx(), last))
     result = {c.statement.name: domain}

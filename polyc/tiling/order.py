@@ -33,7 +33,7 @@ def innermost_member(scop: Scop, band: isl.ScheduleNode) -> int:
             continue
         moving = moving_dims(statement.domain, scop)
         for access in (statement.write,) + statement.reads:
-            coefs = coefficients(flat_offset(access.affine, scop.array(access.array).shape))
+            coefs = coefficients(flat_offset(access.affine, scop.sizing_shape(access.array)))
             strides = None if coefs is None else _strides(rows, coefs, moving)
             for k, stride in enumerate(strides or ()):
                 scores[k] += STRIDE_SCORES.get(abs(stride), STRIDE_SCORES["other"])
@@ -43,8 +43,8 @@ def innermost_member(scop: Scop, band: isl.ScheduleNode) -> int:
 
 def moving_dims(domain: isl.Set, scop: Scop) -> list[int]:
     """The loops of a statement with more than one iteration."""
-    if scop.context is not None:
-        domain = domain.intersect_params(scop.context)
+    if scop.sizing_context is not None:
+        domain = domain.intersect_params(scop.sizing_context)
     return [d for d in range(domain.dim(isl.dim_type.set))
             if not domain.dim_min_val(d).eq(domain.dim_max_val(d))]
 

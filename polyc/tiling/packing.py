@@ -89,7 +89,7 @@ def _times(scop: Scop, statement: Statement) -> isl.Set:
     """When ``statement``'s instances run in the original order."""
     times = scop.order.get_map().intersect_domain(isl.UnionSet.from_set(statement.domain))
     result = isl.Set.from_union_set(times.range())
-    return result if scop.context is None else result.intersect_params(scop.context)
+    return result if scop.sizing_context is None else result.intersect_params(scop.sizing_context)
 
 
 def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
@@ -146,8 +146,10 @@ def _packed_constant(scop: Scop, operand: str, source: isl.Map, shape: tuple[int
     operand is not a constant, its index map is not one affine piece, or packing would
     replicate it (a weight shared by a batch)."""
     array = scop.array(operand)
+    if array.kind != "constant" or any(isinstance(e, str) for e in shape):
+        return None
     padded = array.size + nr * c.extent("k")  # the last panel may be partial
-    if array.kind != "constant" or np.prod(shape) > CONSTANT_GROWTH * padded:
+    if np.prod(shape) > CONSTANT_GROWTH * padded:
         return None
     index = _affine_rows(source)
     if index is None:

@@ -133,8 +133,8 @@ def _times(scop: Scop, band: isl.ScheduleNode) -> isl.Set:
     outer = band.get_prefix_schedule_union_map().intersect_domain(domain)
     own = band.band_get_partial_schedule_union_map().intersect_domain(domain)
     times = isl.Set.from_union_set(outer.flat_range_product(own).range())
-    if scop.context is not None:
-        times = times.intersect_params(scop.context)
+    if scop.sizing_context is not None:
+        times = times.intersect_params(scop.sizing_context)
     return times
 
 
@@ -160,8 +160,8 @@ def _instances(scop: Scop, band: isl.ScheduleNode) -> int:
     """Statement instances below ``band`` (their bounding boxes, at the bound parameters)."""
     total = 0
     for domain in union_sets(band.get_domain()):
-        if scop.context is not None:
-            domain = domain.intersect_params(scop.context)
+        if scop.sizing_context is not None:
+            domain = domain.intersect_params(scop.sizing_context)
         volume = 1
         for d in range(domain.dim(isl.dim_type.set)):
             volume *= span(domain, d) or 1

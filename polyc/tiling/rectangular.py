@@ -144,8 +144,8 @@ def _extents(scop: Scop, band: isl.ScheduleNode) -> list[int | None]:
     """Each member's trip count over the band's domain at the bound parameter values
     (None when not a constant)."""
     times = band.band_get_partial_schedule_union_map().intersect_domain(band.get_domain())
-    if scop.context is not None:
-        times = times.intersect_params(scop.context)
+    if scop.sizing_context is not None:
+        times = times.intersect_params(scop.sizing_context)
     extents = []
     for k in range(band.band_n_member()):
         values = [span(m.range(), k) for m in union_maps(times)]
