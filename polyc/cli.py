@@ -57,6 +57,14 @@ def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
     return name, shape
 
 
+def parse_names(text: str) -> list[str]:
+    """``batch,seq`` -> ``["batch", "seq"]``."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected NAME[,NAME...], got {text!r}")
+    return names
+
+
 def parse_dim(text: str) -> tuple[str, int]:
     """``batch=8`` -> ``("batch", 8)``."""
     name, sep, value = text.partition("=")
@@ -137,6 +145,10 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--dim", metavar="NAME=N", type=parse_dim, action="append",
                        default=[], help="fix the dynamic dim NAME (e.g. batch) to N in every "
                        "input and output that has it (repeatable)")
+    group.add_argument("--symbolic", metavar="NAME[,NAME...]", type=parse_names,
+                       action="append", default=[],
+                       help="keep the dynamic dim NAME symbolic: one artifact for every "
+                       "value, read from the input shapes at each call (repeatable)")
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -144,7 +156,7 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
                         help="input NAME read from a .npy file (repeatable)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the random normal inputs used when no --input is given "
-                             "(default: 0)")
+                             "(default: 0); a symbolic dim of them is 1")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -223,6 +235,7 @@ def compile_options(args) -> dict:
     """The options given on the command line, so that the pipeline's defaults apply to the rest."""
     options = {"scheduler": args.scheduler, "fuse": args.fuse,
                "shapes": dict(args.shape) or None, "dims": dict(args.dim) or None,
+               "symbolic": [n for names in args.symbolic for n in names] or None,
                "check": getattr(args, "check", None),
                "tile": args.tile, "tile_size": collect(args.tile_size, "--tile-size"),
                "blocking": collect(args.blocking, "--blocking"),
@@ -249,7 +262,8 @@ def read_inputs(model, args) -> dict[str, np.ndarray]:
     """``--input NAME=FILE.npy`` arrays, or seeded random ones for every input if none."""
     if not args.input:
         rng = np.random.default_rng(args.seed)
-        return {spec.name: rng.standard_normal(spec.shape).astype(spec.dtype)
+        shape = lambda spec: [1 if isinstance(d, str) else d for d in spec.shape]  # noqa: E731
+        return {spec.name: rng.standard_normal(shape(spec)).astype(spec.dtype)
                 for spec in model.inputs}
     inputs = {}
     for item in args.input:
