@@ -154,12 +154,12 @@ def spread_dim(relation: isl.Map, dim: int, extent: int) -> isl.Map:
 
 
 def strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """Row-major element strides of ``shape``."""
+    """Row-major element strides of ``shape`` (its first extent may be symbolic)."""
     result, step = [], 1
-    for extent in reversed(shape):
+    for extent in reversed(shape[1:]):
         result.append(step)
         step *= max(extent, 1)
-    return tuple(reversed(result))
+    return tuple(reversed(result + [step])) if shape else ()
 
 
 def linear_aff(space: isl.Space, coefficients: Sequence[int]) -> isl.Aff:

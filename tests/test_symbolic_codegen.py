@@ -92,3 +92,19 @@ def test_a_symbolic_extent_must_be_a_parameter():
         nest.compile(symbolic=["N"])
     out = nest.compile(params={"N": 5}).run({"A": np.arange(7, dtype=np.float32)})
     np.testing.assert_array_equal(out["B"], np.arange(5) * 2 + 2)
+
+
+@pytest.mark.parametrize("tile", [True, False])
+def test_symbolic_inner_extents_are_addressed_per_dim(tile):
+    """``B[j, i] = 2 * A[i, j] + A[i, N - 1 - j]`` with A of shape (3, N, M): the
+    strides of A and B involve N and M, so codegen linearizes indices at run time."""
+    nest = LoopNest("t", params=["N", "M"])
+    a, b = nest.array("A", (3, "N", "M")), nest.array("B", ("M", "N", 3))
+    nest.statement("S", "{ [c, i, j] : 0 <= c < 3 and 0 <= i < N and 0 <= j < M }",
+                   write=b["j", "i", "c"], expr=a["c", "i", "j"] * 2.0 + a["c", "i", "M - 1 - j"])
+    compiled = nest.compile(symbolic=["N", "M"], tile=tile)
+    assert compiled.manifest["params"] == ["N", "M"]
+    for n, m in ((1, 1), (5, 37), (20, 3)):
+        x = _random(3, n, m)
+        out = compiled.run({"A": x})["B"]
+        np.testing.assert_allclose(out, (2 * x + x[:, :, ::-1]).transpose(2, 1, 0), rtol=1e-6)

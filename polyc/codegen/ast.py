@@ -5,9 +5,10 @@ access's row-major element offset is pulled back through it and turned into an i
 AST expression of the loop iterators, so isl simplifies it (no floor/mod left for
 affine accesses). The user node is annotated with an id naming its :class:`Instance`.
 
-An array whose shape names a symbolic parameter has no affine offset (isl cannot
+An array with a symbolic extent after its first dim has no affine offset (isl cannot
 multiply an index by a parameter): its accesses are one AST expression per array dim,
-and codegen computes the row-major offset from the run-time extents.
+and codegen computes the row-major offset from the run-time extents. (A symbolic first
+extent, a batch, does not enter the strides.)
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def _statement_offsets(scop: Scop, statement: Statement
     result = []
     for access in (statement.write,) + statement.reads:
         array = scop.array(access.array)
-        if array.symbolic:
+        if not array.flat:
             index = isl.PwMultiAff.from_map(access.loaded)
             domain = access.loaded.domain()
             result.append(tuple(index.get_pw_aff(k).gist(domain).coalesce()

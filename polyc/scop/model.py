@@ -52,6 +52,12 @@ class Array:
         return any(isinstance(extent, str) for extent in self.shape)
 
     @property
+    def flat(self) -> bool:
+        """Whether every element stride is a constant: every extent but the first is an
+        int (a symbolic batch dim leaves the offsets affine)."""
+        return not any(isinstance(extent, str) for extent in self.shape[1:])
+
+    @property
     def size(self) -> int:
         if self.symbolic:
             raise ShapeError(f"array {self.name} has the symbolic shape {list(self.shape)}; "
