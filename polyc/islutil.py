@@ -107,6 +107,8 @@ def variable(space: isl.Space, dim: int) -> isl.Aff:
 
 def affs_to_map(domain_space: isl.Space, target: isl.Space, affs: Iterable[isl.Aff]) -> isl.Map:
     """The map ``domain -> target[affs...]``."""
+    if target.dim(isl.dim_type.param) != domain_space.dim(isl.dim_type.param):
+        target = target.align_params(domain_space)
     space = domain_space.map_from_domain_and_range(target)
     aff_list = isl.AffList.alloc(domain_space.get_ctx(), 0)
     for aff in affs:
@@ -129,10 +131,10 @@ def outside_map(space: isl.Space, shape: Sequence[int], mode: str) -> isl.Map:
     for dim, extent in enumerate(shape):
         x = isl.PwAff.from_aff(variable(space, dim))
         zero = x.sub(x)
+        top = _last_index(zero, extent)
         if mode == "edge":
-            folded = x.max(zero).min(zero.add_constant_val(extent - 1))
+            folded = x.max(zero).min(top)
         elif mode == "reflect":
-            top = zero.add_constant_val(extent - 1)
             distance = top.sub(x.max(x.neg()))
             folded = top.sub(distance.max(distance.neg()))
         else:
@@ -142,15 +144,32 @@ def outside_map(space: isl.Space, shape: Sequence[int], mode: str) -> isl.Map:
     return isl.Map.from_multi_pw_aff(multi)
 
 
-def spread_dim(relation: isl.Map, dim: int, extent: int) -> isl.Map:
+def _last_index(zero: isl.PwAff, extent: int | str) -> isl.PwAff:
+    """``extent - 1`` on the domain of ``zero`` (a parameter's name: that parameter)."""
+    if isinstance(extent, int):
+        return zero.add_constant_val(extent - 1)
+    space = zero.get_domain_space().align_params(params_space(zero.get_ctx(), [extent]))
+    param = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(space)).set_coefficient_val(
+        isl.dim_type.param, space.find_dim_by_name(isl.dim_type.param, extent), 1)
+    return zero.add(isl.PwAff.from_aff(param).add_constant_val(-1))
+
+
+def spread_dim(relation: isl.Map, dim: int, extent: int | str) -> isl.Map:
     """``relation`` with its output dim ``dim`` any value in ``[0, extent)``: the elements
     a read may touch whose index along ``dim`` is known only at run time."""
     out = isl.dim_type.out
     ctx = relation.get_ctx()
     free = (relation.project_out(out, dim, 1).insert_dims(out, dim, 1)
             .set_tuple_name(out, relation.get_tuple_name(out)))
-    return (free.lower_bound_val(out, dim, isl.Val.int_from_si(ctx, 0))
-            .upper_bound_val(out, dim, isl.Val.int_from_si(ctx, extent - 1)))
+    free = free.lower_bound_val(out, dim, isl.Val.int_from_si(ctx, 0))
+    if isinstance(extent, int):
+        return free.upper_bound_val(out, dim, isl.Val.int_from_si(ctx, extent - 1))
+    free = free.align_params(params_space(ctx, [extent]))
+    below = (isl.Constraint.inequality_alloc(free.get_space())
+             .set_coefficient_val(out, dim, -1).set_constant_val(-1)
+             .set_coefficient_val(isl.dim_type.param,
+                                  free.find_dim_by_name(isl.dim_type.param, extent), 1))
+    return free.add_constraint(below)
 
 
 def strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -169,14 +188,32 @@ def linear_aff(space: isl.Space, coefficients: Sequence[int]) -> isl.Aff:
 
 def reshape_map(ctx: isl.Context, view: isl.Space, view_shape, base: isl.Space,
                 base_shape) -> isl.Map:
-    """Row-major reshape: view index -> base index with the same linear offset."""
-    linear = linear_aff(view, strides(view_shape))
-    affs = []
-    for dim, (stride, extent) in enumerate(zip(strides(base_shape), base_shape)):
-        aff = linear.scale_down_val(isl.Val.int_from_si(ctx, stride)).floor()
-        if dim > 0:
-            aff = aff.mod_val(isl.Val.int_from_si(ctx, max(extent, 1)))
-        affs.append(aff)
+    """Row-major reshape: view index -> base index with the same linear offset.
+
+    Symbolic extents (parameter names) must appear in both shapes in the same order:
+    each maps to itself, and the fixed dims between two of them reshape on their own
+    (the caller checked that their sizes agree)."""
+    view_cuts = [k for k, e in enumerate(view_shape) if isinstance(e, str)]
+    base_cuts = [k for k, e in enumerate(base_shape) if isinstance(e, str)]
+    if [view_shape[k] for k in view_cuts] != [base_shape[k] for k in base_cuts]:
+        raise ValueError(f"reshape {list(view_shape)} -> {list(base_shape)} moves a "
+                         "symbolic dim")
+    affs: list[isl.Aff | None] = [None] * len(base_shape)
+    view_starts, base_starts = [0] + [k + 1 for k in view_cuts], [0] + [k + 1 for k in base_cuts]
+    view_ends = view_cuts + [len(view_shape)]
+    base_ends = base_cuts + [len(base_shape)]
+    for v0, v1, b0, b1 in zip(view_starts, view_ends, base_starts, base_ends):
+        coefficients = [0] * len(view_shape)
+        coefficients[v0:v1] = strides(view_shape[v0:v1])
+        linear = linear_aff(view, coefficients)
+        for dim, (stride, extent) in enumerate(zip(strides(base_shape[b0:b1]),
+                                                   base_shape[b0:b1])):
+            aff = linear.scale_down_val(isl.Val.int_from_si(ctx, stride)).floor()
+            if dim > 0:
+                aff = aff.mod_val(isl.Val.int_from_si(ctx, max(extent, 1)))
+            affs[b0 + dim] = aff
+    for v, b in zip(view_cuts, base_cuts):
+        affs[b] = variable(view, v)
     return affs_to_map(view, base, affs)
 
 

@@ -142,11 +142,11 @@ def lower(model, options: Options) -> Compilation:
     if isinstance(model, Graph):
         graph = model
     else:
-        symbolic = {"symbolic": options.symbolic} if options.symbolic else {}
         graph = stages.run("frontend", import_model, model, shapes=options.shapes,
-                           dims=options.dims, **symbolic)
+                           dims=options.dims, symbolic=options.symbolic)
     scop = stages.run("scop", build_scop, graph)
-    return replace(lower_scop(scop, options, stages), graph=graph)
+    symbolic = replace(options, symbolic=graph.params or None)  # as isl parameter names
+    return replace(lower_scop(scop, symbolic, stages), options=options, graph=graph)
 
 
 def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:

@@ -49,7 +49,7 @@ def test_symbolic_batch_artifact_round_trip(tmp_path):
     polyc.compile(model, symbolic=["batch"], threads=2).save(path)
     loaded = polyc.load(path)
     _check(model, loaded, VALUES + (8,), seed=10)
-    with pytest.raises(InputError, match=r"expected \(batch, 3, 32, 32\)|dim 2"):
+    with pytest.raises(InputError, match=r"shape \(2, 3, 31, 32\), expected \(2, 3, 32, 32\)"):
         loaded.run({"x": np.zeros((2, 3, 31, 32), np.float32)})
 
 
@@ -82,7 +82,7 @@ def test_a_dim_that_must_have_a_value_names_the_node():
         initializer=[onnx.numpy_helper.from_array(np.array([-1], np.int64), "to")]),
         opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 10
-    with pytest.raises(ShapeError, match=r"merge_rows.*Reshape.*batch") as error:
+    with pytest.raises(ShapeError, match=r"Reshape node .merge_rows.*dim .batch.") as error:
         polyc.compile(model, symbolic=["batch"])
     assert "--dim batch=N" in str(error.value)
     compiled = polyc.compile(model, dims={"batch": 2})  # the fix the message names

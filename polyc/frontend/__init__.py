@@ -19,13 +19,15 @@ from polyc.frontend.lower import check_graph, lower
 
 
 def import_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None,
-                 dims: Mapping[str, int] | None = None) -> Graph:
+                 dims: Mapping[str, int] | None = None,
+                 symbolic: Sequence[str] | None = None) -> Graph:
     """The core Graph of an ONNX model (a path, bytes or ``onnx.ModelProto``).
 
     ``shapes`` maps input names to static shapes, overriding dynamic dims; ``dims``
-    gives named dynamic dims a value wherever they appear.
+    gives named dynamic dims a value wherever they appear; the dims named in
+    ``symbolic`` stay symbolic (``Graph.params``).
     """
-    graph = load_model(model, shapes=shapes, dims=dims)
+    graph = load_model(model, shapes=shapes, dims=dims, symbolic=symbolic)
     graph = cleanup(graph)
     return lower(graph)
 

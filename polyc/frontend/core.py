@@ -348,7 +348,7 @@ Op = Map | Reduce | View
 @dataclass(frozen=True)
 class TensorInfo:
     name: str
-    shape: tuple[int, ...]
+    shape: tuple[int, ...]  # an entry may be a symbolic dim (frontend.symbolic.Sym)
     dtype: str = "float32"  # one of DTYPES
 
     def __str__(self) -> str:
@@ -376,8 +376,16 @@ class Graph:
     model_hash: str = ""
     notes: tuple[str, ...] = field(default=())  # what clean-up did, for the report
 
+    @property
+    def params(self) -> tuple[str, ...]:
+        """The symbolic dims (``Sym`` entries of the input shapes), in order."""
+        names = [str(d) for t in self.inputs for d in t.shape if not isinstance(d, int)]
+        return tuple(dict.fromkeys(names))
+
     def __str__(self) -> str:
         lines = [f"GRAPH {self.name} (opset {self.opset})"]
+        if self.params:
+            lines[0] += f" symbolic dims {', '.join(self.params)}"
         lines += [f"  input  {t}" for t in self.inputs]
         lines += [f"  output {t}" for t in self.outputs]
         for name, value in self.constants.items():

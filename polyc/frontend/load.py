@@ -20,6 +20,7 @@ from onnx import numpy_helper
 
 from polyc.errors import ModelError, ShapeError, UnsupportedDtypeError
 from polyc.frontend.core import TensorInfo
+from polyc.frontend.symbolic import Sym, param_name
 
 MIN_OPSET = 6  # older models: each op accepts only the versions it registers
 # The element types of graph inputs and outputs (polyc.frontend.core.DTYPES).
@@ -51,9 +52,11 @@ class OnnxGraph:
 
 
 def load_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None,
-               dims: Mapping[str, int] | None = None) -> OnnxGraph:
+               dims: Mapping[str, int] | None = None,
+               symbolic: Sequence[str] | None = None) -> OnnxGraph:
     """Read, check and shape-infer ``model``; ``shapes`` fixes the dims of named inputs,
-    ``dims`` each named dynamic dim (``{"batch": 8}``) wherever it appears.
+    ``dims`` each named dynamic dim (``{"batch": 8}``) wherever it appears, and the
+    dims named in ``symbolic`` stay symbolic (a :class:`Sym` in the input shapes).
 
     Raises ModelError (unreadable, unparsable, fails onnx.checker, opset out of range),
     ShapeError (dynamic input dims left, with every such input listed; a bad shape or
@@ -67,12 +70,13 @@ def load_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None,
         proto = _override_shapes(proto, shapes)
     if dims:
         proto = _bind_dims(proto, dims)
-    _require_static_inputs(proto, source)
+    symbolic = _symbolic_dims(proto, symbolic or (), dims or {})
+    _require_static_inputs(proto, source, symbolic)
     model_hash = hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()
     proto = _infer_shapes(proto, source)
     graph = proto.graph
     constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
-    inputs = tuple(_static_input(v) for v in graph.input if v.name not in constants)
+    inputs = tuple(_static_input(v, symbolic) for v in graph.input if v.name not in constants)
     for value in graph.output:
         _check_output_dtype(value)
     return OnnxGraph(
@@ -214,9 +218,30 @@ def _bind_dims(proto: onnx.ModelProto, dims: Mapping[str, int]) -> onnx.ModelPro
     return proto
 
 
-def _require_static_inputs(proto: onnx.ModelProto, source: str) -> None:
+def _symbolic_dims(proto: onnx.ModelProto, names: Sequence[str], dims: Mapping[str, int]
+                   ) -> dict[str, Sym]:
+    """``{dim name: Sym}`` of the dims kept symbolic; ShapeError for a name that no
+    input has as a dynamic dim, or one also given a value."""
+    known = dynamic_dims(proto)
+    result = {}
+    for name in names:
+        if name in dims:
+            raise ShapeError(f"dim '{name}' is both given a value (dims) and kept symbolic")
+        if name not in known:
+            raise ShapeError(f"symbolic names '{name}', which no graph input has as a "
+                             f"dynamic dim (dynamic dims: {', '.join(known) or 'none'})")
+        result[name] = Sym(param_name(name))
+    taken = [sym.name for sym in result.values()]
+    if len(set(taken)) != len(taken):
+        raise ShapeError(f"symbolic dims {', '.join(result)} give the same parameter names "
+                         f"{', '.join(taken)}")
+    return result
+
+
+def _require_static_inputs(proto: onnx.ModelProto, source: str,
+                           symbolic: Mapping[str, Sym]) -> None:
     """Raise one ShapeError listing every graph input with a dynamic (or no) shape,
-    its declared shape and the options that fix it."""
+    its declared shape and the options that fix it (dims kept ``symbolic`` are fine)."""
     lines, shape_example, named = [], None, dynamic_dims(proto)
     for value in _graph_inputs(proto):
         ttype = value.type.tensor_type
@@ -226,7 +251,8 @@ def _require_static_inputs(proto: onnx.ModelProto, source: str) -> None:
             lines.append(f"  input '{value.name}': no shape declared")
             shape_example = shape_example or value.name
             continue
-        dynamic = [dim for dim in ttype.shape.dim if _dynamic(dim)]
+        dynamic = [dim for dim in ttype.shape.dim
+                   if _dynamic(dim) and dim.dim_param not in symbolic]
         if not dynamic:
             continue
         shown = ", ".join(d.dim_param or "?" if _dynamic(d) else str(d.dim_value)
@@ -242,6 +268,8 @@ def _require_static_inputs(proto: onnx.ModelProto, source: str) -> None:
     if named:
         values = ", ".join(f"'{n}': N" for n in named)
         options.append(f"each named dim with --dim {named[0]}=N (Python: dims={{{values}}})")
+        options.append(f"keep a named dim symbolic (one artifact for every value) with "
+                       f"--symbolic {named[0]} (Python: symbolic=['{named[0]}'])")
     example = shape_example or _graph_inputs(proto)[0].name
     options.append(f"a whole input shape with --shape {example}=D0,D1,... "
                    f"(Python: shapes={{'{example}': (D0, D1, ...)}})")
@@ -283,7 +311,7 @@ def _tensor_type(value: onnx.ValueInfoProto, role: str):
     return value.type.tensor_type
 
 
-def _static_input(value: onnx.ValueInfoProto) -> TensorInfo:
+def _static_input(value: onnx.ValueInfoProto, symbolic: Mapping[str, Sym]) -> TensorInfo:
     """The input as a static TensorInfo, or the error saying what is missing.
 
     Integer inputs pass here also where a node needs a constant (a Reshape shape,
@@ -294,7 +322,8 @@ def _static_input(value: onnx.ValueInfoProto) -> TensorInfo:
         raise UnsupportedDtypeError(
             f"graph input '{value.name}' has dtype {dtype_name(ttype.elem_type)}; "
             f"polyc compiles {SUPPORTED} only")
-    dims = [dim.dim_value for dim in ttype.shape.dim]  # static: _require_static_inputs
+    dims = [symbolic[dim.dim_param] if _dynamic(dim) and dim.dim_param in symbolic
+            else dim.dim_value for dim in ttype.shape.dim]  # else static: checked before
     return TensorInfo(value.name, tuple(dims), dtype_name(ttype.elem_type))
 
 

@@ -20,6 +20,7 @@ from polyc.frontend.core import Call, Graph, Map, Read, Reduce, TensorInfo, View
 from polyc.frontend.load import OnnxGraph
 from polyc.frontend.ops import NodeContext, lookup
 from polyc.frontend.ops.registry import attribute_values, node_name
+from polyc.frontend.symbolic import SymbolicDimError, dim
 
 
 def lower(graph: OnnxGraph) -> Graph:
@@ -135,7 +136,7 @@ class LoweringContext:
 
     def map(self, shape, expr: core.Expr, *, label: str) -> TensorInfo:
         """Emit ``out[i] = expr`` over ``shape``; the new tensor ``out``."""
-        shape = tuple(int(d) for d in shape)
+        shape = tuple(dim(d) for d in shape)
         out = self.fresh(label)
         return self._emit(Map(out, shape, expr, node=self._node.name, label=label), shape)
 
@@ -145,17 +146,17 @@ class LoweringContext:
 
         Over an empty box (a zero extent) the body never runs: a Map of ``init``.
         """
-        out_shape = tuple(int(d) for d in out_shape)
+        out_shape = tuple(dim(d) for d in out_shape)
         if 0 in extents:
             return self.map(out_shape, init, label=label)
-        op = Reduce(self.fresh(label), out_shape, init, tuple(int(e) for e in extents),
+        op = Reduce(self.fresh(label), out_shape, init, tuple(dim(e) for e in extents),
                     tuple(out_index), combiner, expr, node=self._node.name, label=label)
         return self._emit(op, out_shape)
 
     def view(self, src: TensorInfo, shape, *, kind: str = "reshape", perm=(),
              label: str) -> TensorInfo:
         """Emit a View of ``src`` with ``shape`` (reshape) or axis order ``perm``."""
-        shape = tuple(int(d) for d in shape)
+        shape = tuple(dim(d) for d in shape)
         op = View(self.fresh(label), src.name, kind, tuple(perm), node=self._node.name,
                   label=label)
         return self._emit(op, shape)
@@ -170,7 +171,12 @@ class LoweringContext:
         self.n_outputs = len(node.output)
         self._node_start = len(self._ops)
         inputs = [self._input(i) if i else None for i in node.input]
-        result = opdef.fn(self, *inputs, **attribute_values(node))
+        try:
+            result = opdef.fn(self, *inputs, **attribute_values(node))
+        except SymbolicDimError as error:
+            fix = error.sym.name
+            raise self.shape_error(f"{error}; fix it with --dim {fix}=N (Python: "
+                                   f"dims={{'{fix}': N}})") from None
         results = result if isinstance(result, tuple) else (result,)
         outputs = list(node.output)
         if len([o for o in outputs if o]) > len(results):

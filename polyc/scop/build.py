@@ -35,6 +35,7 @@ from polyc.islutil import (
     box,
     identity_schedule,
     index_map,
+    lower_bounds,
     outside_map,
     reshape_map,
     sequence,
@@ -54,8 +55,15 @@ def build_scop(graph: Graph, *, ctx: isl.Context | None = None) -> Scop:
     order = sequence([identity_schedule(s.domain) for s in statements])
     constants = {builder.arrays[t].name: v for t, v in graph.constants.items()
                  if t in builder.arrays}
+    params = graph.params
     return Scop(ctx=builder.ctx, arrays=tuple(builder.arrays.values()),
-                statements=statements, order=order, constants=constants)
+                statements=statements, order=order, constants=constants, params=params,
+                context=lower_bounds(builder.ctx, params) if params else None)
+
+
+def _extents(shape) -> tuple[int | str, ...]:
+    """A shape with each symbolic dim as its parameter's name."""
+    return tuple(d if isinstance(d, int) else str(d) for d in shape)
 
 
 def _isl_name(tensor: str, taken: set[str]) -> str:
@@ -90,7 +98,7 @@ class _Builder:
         for tensor, kind in kinds.items():
             info = graph.tensors[tensor]
             name = _isl_name(tensor, self._names)
-            self.arrays[tensor] = Array(name, tensor, tuple(info.shape), kind, info.dtype)
+            self.arrays[tensor] = Array(name, tensor, _extents(info.shape), kind, info.dtype)
 
     def _space(self, tensor: str) -> isl.Space:
         if tensor in self.arrays:
@@ -121,8 +129,9 @@ class _Builder:
         if op.kind == "transpose":
             view_map = transpose_map(view_space, src_space, op.perm)
         else:
-            view_map = reshape_map(self.ctx, view_space, self.graph.tensors[op.out].shape,
-                                   src_space, self.graph.tensors[op.src].shape)
+            view_map = reshape_map(self.ctx, view_space,
+                                   _extents(self.graph.tensors[op.out].shape), src_space,
+                                   _extents(self.graph.tensors[op.src].shape))
         if op.src in self.views:  # a view of a view: compose down to the storage
             base, inner = self.views[op.src]
             view_map = view_map.apply_range(inner)
@@ -140,7 +149,7 @@ class _Builder:
 
     def _add_statement(self, position, op, label, extents, out_index, expr) -> None:
         name = self._statement_name(label)
-        domain = box(self.ctx, name, extents)
+        domain = box(self.ctx, name, _extents(extents))
         write = self._access(domain, op.out, out_index)
         reads: list[Access] = []
         body = self._lower_body(expr, domain, reads)
@@ -162,7 +171,7 @@ class _Builder:
         relation = index_map(domain, space, index)
         address = guard = None
         if read is not None and read.bounded:
-            shape = self.graph.tensors[tensor].shape
+            shape = _extents(self.graph.tensors[tensor].shape)
             name = space.get_tuple_name(isl.dim_type.set)
             inside = relation.intersect_range(box(self.ctx, name, shape, prefix="d"))
             mode = "edge" if read.outside == "fill" else read.outside
@@ -212,7 +221,7 @@ class _Builder:
         index = list(lookup.index)
         index[lookup.axis] = Ix.constant(0)
         address = index_map(domain, self._space(lookup.tensor), index)
-        extent = self.graph.tensors[lookup.tensor].shape[lookup.axis]
+        extent = _extents(self.graph.tensors[lookup.tensor].shape)[lookup.axis]
         return Access(self.arrays[lookup.tensor].name,
                       spread_dim(address, lookup.axis, extent), address,
                       lookup=lookup.axis)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from polyc.frontend.ops.indexing import normalize_axis, size
 from polyc.frontend.ops.registry import onnx_op
+from polyc.frontend.symbolic import Sym, SymbolicDimError
 
 
 @onnx_op("Identity", 1, 13, 14, 16, 19, 21, 23, 24, 25)
@@ -39,6 +40,8 @@ def _reshape_dims(ctx, in_shape, requested, allowzero: bool) -> tuple[int, ...]:
                                       f"of {list(in_shape)}, which has no such dim")
             d = in_shape[k]
         dims.append(d)
+    if any(isinstance(d, Sym) for d in in_shape):
+        return _symbolic_reshape(ctx, in_shape, requested, dims)
     total = size(in_shape)
     if -1 in dims:
         known = size([d for d in dims if d != -1])
@@ -48,6 +51,32 @@ def _reshape_dims(ctx, in_shape, requested, allowzero: bool) -> tuple[int, ...]:
     if size(dims) != total:
         raise ctx.shape_error(f"cannot reshape {list(in_shape)} ({total} elements) "
                               f"to {list(requested)} ({size(dims)} elements)")
+    return tuple(dims)
+
+
+def _symbolic_reshape(ctx, in_shape, requested, dims: list) -> tuple:
+    """A reshape of a shape with symbolic dims: each must stay a dim of its own (copied
+    by 0, or the -1 when the fixed dims account for every other element)."""
+    def parts(shape):
+        fixed = [d for d in shape if not isinstance(d, Sym)]
+        return size(fixed), sorted(str(d) for d in shape if isinstance(d, Sym))
+
+    total, symbols = parts(in_shape)
+    known, kept = parts([d for d in dims if d != -1])
+    missing = [s for s in symbols if s not in kept]
+    if -1 in dims:
+        if len(missing) == 1 and known == total:
+            dims[dims.index(-1)] = next(d for d in in_shape if str(d) == missing[0])
+        elif not missing and known and total % known == 0:
+            dims[dims.index(-1)] = total // known
+        else:
+            raise SymbolicDimError(next(d for d in in_shape if isinstance(d, Sym)))
+        known, kept = parts(dims)
+    if kept != symbols or known != total:
+        absent = [d for d in in_shape if isinstance(d, Sym) and str(d) not in kept]
+        if absent:
+            raise SymbolicDimError(absent[0])
+        raise ctx.shape_error(f"cannot reshape {list(in_shape)} to {list(requested)}")
     return tuple(dims)
 
 
