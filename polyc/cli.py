@@ -349,7 +349,8 @@ def cleanup_text(args) -> str:
     from polyc.frontend.cleanup import cleanup, describe  # heavy: onnx
     from polyc.frontend.load import load_model
     loaded = load_model(args.target, shapes=dict(args.shape) or None,
-                        dims=dict(args.dim) or None)
+                        dims=dict(args.dim) or None,
+                        symbolic=[n for names in args.symbolic for n in names] or None)
     cleaned = cleanup(loaded)
     sections = [("ONNX GRAPH", describe(loaded)),
                 ("CLEAN-UP", "\n".join(cleaned.notes) or "nothing changed"),

@@ -9,15 +9,17 @@ def compile_report(compilation, jit_seconds: float) -> str:
     graph, scop = compilation.graph, compilation.scop
     deps = sum(len(union_maps(m)) for m in scop.dependences.kinds().values())
     options = compilation.options
-    source = (f"'{graph.name}' (opset {graph.opset})" if graph is not None
-              else f"a loop nest ({_values(scop.param_values)})")
+    symbolic = scop.symbolic_params
+    kept = f", symbolic {', '.join(symbolic)}" if symbolic else ""
+    nest = _values(scop.param_values) + kept if scop.param_values or not symbolic else kept[2:]
+    source = (f"'{graph.name}' (opset {graph.opset}{kept})" if graph is not None
+              else f"a loop nest ({nest})")
     ops = f"{len(graph.ops)} core ops -> " if graph is not None else ""
     lines = [
         f"polyc report for {source}; scheduler {options.scheduler}, fusion {options.fuse}",
         f"  {ops}{len(scop.statements)} statements in "
         f"{len(compilation.groups.groups)} fusion groups; {deps} dependence relations",
-        f"  {len(compilation.plan.scratch)} temporaries in {compilation.plan.scratch_bytes} "
-        f"bytes of scratch; {len(compilation.plan.constants)} constants",
+        f"  {_scratch(compilation.plan)}; {len(compilation.plan.constants)} constants",
     ]
     lines += [f"  note: {note}" for note in (graph.notes if graph is not None else ())]
     lines.append(f"  {'stage':<14}{'ms':>10}")
@@ -25,6 +27,14 @@ def compile_report(compilation, jit_seconds: float) -> str:
     lines += [f"  {name:<14}{seconds * 1e3:>10.2f}" for name, seconds in times]
     lines.append(f"  {'total':<14}{sum(s for _, s in times) * 1e3:>10.2f}")
     return "\n".join(lines)
+
+
+def _scratch(plan) -> str:
+    """``3 temporaries in 4096 bytes of scratch`` (plus those of symbolic size)."""
+    text = f"{len(plan.scratch)} temporaries in {plan.scratch_bytes} bytes of scratch"
+    if plan.symbolic:
+        text += f" and {len(plan.symbolic)} of symbolic size ({', '.join(plan.params)})"
+    return text
 
 
 def _values(values) -> str:

@@ -135,3 +135,53 @@ def test_an_onnx_model_keeps_the_symbolic_option_in_its_manifest():
     assert compiled.manifest["options"]["symbolic"] == ["n"]
     x = np.arange(-6, 6, dtype=np.float32).reshape(3, 4)
     np.testing.assert_array_equal(compiled.run({"x": x})["y"], np.maximum(x, 0))
+
+
+def _float(*shape):
+    return np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+
+
+def _ints(*values):
+    return np.array(values, np.int64)
+
+
+B = "batch"
+OPS = {  # name: (nodes, inputs, output shape, initializers)
+    "reduce_over_batch": ([helper.make_node("ReduceSum", ["x", "ax"], ["y"], keepdims=0)],
+                          [("x", [B, 16])], [16], [("ax", _ints(0))]),
+    "softmax_over_batch": ([helper.make_node("Softmax", ["x"], ["y"], axis=0)],
+                           [("x", [B, 16])], [B, 16], ()),
+    "conv_with_pads": ([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])],
+                       [("x", [B, 3, 8, 8])], [B, 4, 8, 8], [("w", _float(4, 3, 3, 3))]),
+    "average_pool_with_pads": ([helper.make_node("AveragePool", ["x"], ["y"],
+                                                 kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+                               [("x", [B, 3, 8, 8])], [B, 3, 8, 8], ()),
+    "concat_slice_gather": ([helper.make_node("Concat", ["x", "x"], ["c"], axis=1),
+                             helper.make_node("Slice", ["c", "s", "e", "a"], ["d"]),
+                             helper.make_node("Gather", ["d", "i"], ["y"], axis=1)],
+                            [("x", [B, 4])], [B, 2],
+                            [("s", _ints(2)), ("e", _ints(7)), ("a", _ints(1)),
+                             ("i", _ints(3, 1))]),
+    "batched_matmul": ([helper.make_node("MatMul", ["x", "z"], ["y"])],
+                       [("x", [B, 4, 8]), ("z", [B, 8, 5])], [B, 4, 5], ()),
+    "reflect_pad": ([helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")],
+                    [("x", [B, 2, 5])], [B, 2, 9], [("p", _ints(0, 0, 2, 0, 0, 2))]),
+    "transpose_argmax": ([helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+                          helper.make_node("ArgMax", ["t"], ["i"], axis=0),
+                          helper.make_node("Cast", ["i"], ["y"], to=TensorProto.FLOAT)],
+                         [("x", [B, 8])], [1, B], ()),
+}
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_ops_keep_a_symbolic_batch(name):
+    nodes, inputs, output, initializers = OPS[name]
+    model = _model(nodes, inputs, [("y", output)], initializers)
+    compiled = polyc.compile(model, symbolic=["batch"])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for batch in (1, 5):
+        rng = np.random.default_rng(batch)
+        feeds = {n: rng.standard_normal([batch if d == B else d for d in shape])
+                 .astype(np.float32) for n, shape in inputs}
+        np.testing.assert_allclose(compiled.run(feeds)["y"], session.run(None, feeds)[0],
+                                   rtol=1e-5, atol=1e-5)

@@ -270,8 +270,10 @@ class Scop:
         lines = []
         if self.params:
             lines += ["PARAMS", f"  {', '.join(self.params)}  context {self.context}"]
-        if self.param_values is not None:
+        if self.param_values:
             lines.append("  values " + ", ".join(f"{k}={v}" for k, v in self.param_values.items()))
+        if self.param_values is not None and self.symbolic_params:
+            lines.append("  symbolic " + ", ".join(self.symbolic_params))
         lines += ["ARRAYS"] + [f"  {a}" for a in self.arrays]
         lines.append("DOMAINS")
         lines += [f"  {s.domain}" for s in self.statements]

@@ -215,7 +215,7 @@ def _pad(ctx, data, pads, constant_value, axes, mode: str):
         raise ctx.unsupported(f"mode={mode!r} (constant, reflect and edge are supported)")
     before, after = _pad_widths(ctx, data, pads, axes)
     dims = [d + b + a for d, b, a in zip(data.shape, before, after)]
-    if any(d < 0 for d in dims):
+    if any(isinstance(d, int) and d < 0 for d in dims):  # a symbolic dim is never padded
         raise ctx.shape_error(f"pads {before + after} crop more than {list(data.shape)}")
     rank = len(dims)
     index = tuple(Ix(((k, 1),), -b) for k, b in enumerate(before))
