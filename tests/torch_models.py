@@ -115,9 +115,11 @@ MODELS = {
 }
 
 
-def export(name: str, seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+def export(name: str, seed: int = 0, dynamic_axes=None
+           ) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     """The ONNX model (opset 17, legacy TorchScript exporter, eval mode, constants folded)
-    of ``MODELS[name]`` with seeded weights, and a seeded input for it."""
+    of ``MODELS[name]`` with seeded weights, and a seeded input for it; ``dynamic_axes``
+    (``{"x": {0: "batch"}}``) declares named dynamic dims, as torch.onnx.export."""
     make_module, make_inputs = MODELS[name]
     torch.manual_seed(seed)
     module = make_module().eval()
@@ -131,6 +133,6 @@ def export(name: str, seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndar
         warnings.simplefilter("ignore")
         torch.onnx.export(module, tuple(torch.from_numpy(v) for v in inputs.values()), buffer,
                           input_names=list(inputs), output_names=["y"], opset_version=17,
-                          dynamo=False, do_constant_folding=True)
+                          dynamo=False, do_constant_folding=True, dynamic_axes=dynamic_axes)
     model = onnx.load_from_string(buffer.getvalue())
     return model, inputs

@@ -15,12 +15,12 @@ import dataclasses
 import numpy as np
 
 from polyc.errors import ModelError, UnsupportedDtypeError, UnsupportedOpError
-from polyc.frontend import core
+from polyc.frontend import core, shape_values
 from polyc.frontend.core import Call, Graph, Map, Read, Reduce, TensorInfo, View
 from polyc.frontend.load import OnnxGraph
 from polyc.frontend.ops import NodeContext, lookup
 from polyc.frontend.ops.registry import attribute_values, node_name
-from polyc.frontend.symbolic import SymbolicDimError, dim
+from polyc.frontend.symbolic import Sym, SymbolicDimError, dim
 
 
 def lower(graph: OnnxGraph) -> Graph:
@@ -59,6 +59,7 @@ class LoweringContext:
         self._env: dict[str, TensorInfo] = {}      # ONNX value name -> core tensor
         self._tensors: dict[str, TensorInfo] = {}  # core tensor name -> info
         self._constants: dict[str, np.ndarray] = {}
+        self._shape_values: dict[str, np.ndarray] = {}  # tensor -> ints and Syms
         self._ops: list[core.Op] = []
         self._producer: dict[str, int] = {}        # tensor -> index in _ops
         self._taken = _onnx_names(graph)
@@ -106,7 +107,11 @@ class LoweringContext:
         return info
 
     def int_values(self, tensor: TensorInfo, role: str) -> tuple[int, ...]:
-        """The values of a shape-like input, which must be an integer constant."""
+        """The values of a shape-like input, which must be an integer constant (or a
+        shape value: its entries may be symbolic dims)."""
+        if tensor.name in self._shape_values:
+            return tuple(v if isinstance(v, Sym) else int(v)
+                         for v in self._shape_values[tensor.name].reshape(-1))
         value = self._constants.get(tensor.name)
         if value is None:
             source = "a graph input" if tensor.name in self._graph_inputs \
@@ -172,6 +177,8 @@ class LoweringContext:
         self._node_start = len(self._ops)
         inputs = [self._input(i) if i else None for i in node.input]
         try:
+            if self._shape_computation(node, inputs):
+                return
             result = opdef.fn(self, *inputs, **attribute_values(node))
         except SymbolicDimError as error:
             fix = error.sym.name
@@ -185,6 +192,37 @@ class LoweringContext:
         for onnx_name, tensor in zip(outputs, results):
             if onnx_name:
                 self._bind(onnx_name, tensor)
+
+    def _shape_computation(self, node, inputs: list[TensorInfo | None]) -> bool:
+        """Evaluate ``node`` on shape values (:mod:`polyc.frontend.shape_values`) when it
+        computes one: a Shape of a tensor with a symbolic dim, or an op of
+        ``shape_values.OPS`` reading shape values and constants only."""
+        attrs = attribute_values(node)
+        if node.op_type == "Shape" and any(isinstance(d, Sym) for d in inputs[0].shape):
+            value = shape_values.shape_of(inputs[0].shape, attrs.get("start", 0),
+                                          attrs.get("end"))
+        elif node.op_type in shape_values.OPS and any(
+                t is not None and t.name in self._shape_values for t in inputs):
+            values = [None if t is None else self._shape_values.get(t.name,
+                                                                   self._constants.get(t.name))
+                      for t in inputs]
+            if any(v is None for v, t in zip(values, inputs) if t is not None):
+                return False  # reads a tensor computed at run time
+            value = shape_values.evaluate(node.op_type, values, attrs)
+            if value is None:
+                return False
+        else:
+            return False
+        if len(node.output) != 1 or node.output[0] in self._graph.outputs:
+            return False
+        name = self.fresh("shape")
+        info = TensorInfo(name, tuple(value.shape), "int64")
+        self._shape_values[name] = value  # the chain goes on through it
+        if not shape_values.symbolic(value):
+            self._constants[name] = value.astype(np.int64)
+        self._tensors[name] = info
+        self._env[node.output[0]] = info
+        return True
 
     def finish(self) -> Graph:
         """The Graph, after writing every graph output that no Map or Reduce wrote."""

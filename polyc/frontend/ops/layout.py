@@ -32,6 +32,9 @@ def _reshape_dims(ctx, in_shape, requested, allowzero: bool) -> tuple[int, ...]:
         raise ctx.shape_error(f"shape {list(requested)} has more than one -1")
     dims = []
     for k, d in enumerate(requested):
+        if isinstance(d, Sym):  # from a shape computation: the input's symbolic dim
+            dims.append(d)
+            continue
         if d < -1:
             raise ctx.shape_error(f"shape {list(requested)} has a negative dim {d}")
         if d == 0 and not allowzero:
