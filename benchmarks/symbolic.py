@@ -43,6 +43,9 @@ def run_case(name: str, repeat: int, threads: int) -> dict:
     model = build()
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
+    # onnxruntime's idle threads spin after a run and slowed the polyc call timed next
+    # (2 threads: a CNN at 5.2 ms instead of 1.9 ms); without spinning the order is fair
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(model.SerializeToString(), options,
                                    providers=["CPUExecutionProvider"])
     start = time.perf_counter()
