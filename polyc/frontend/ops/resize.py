@@ -136,9 +136,10 @@ def _axis_specs(ctx, shape, axes, given, policy) -> dict[int, Axis]:
     if kind == "scales":
         if any(not s > 0 for s in values):
             raise ctx.shape_error(f"scales {list(map(float, values))} must be positive")
-        specs = {a: Axis(shape[a], int(s * F32(shape[a])), s) for a, s in zip(axes, values)}
+        specs = {a: Axis(shape[a], shape[a] if s == 1 else int(s * F32(shape[a])), s)
+                 for a, s in zip(axes, values)}  # scale 1 keeps a dim (a symbolic batch)
         for a, spec in specs.items():
-            if int(float(spec.scale) * spec.n) != spec.m:  # as ONNX: in double
+            if spec.scale != 1 and int(float(spec.scale) * spec.n) != spec.m:  # ONNX: double
                 raise ctx.unsupported(
                     f"scale {float(spec.scale):g} on axis {a} of size {spec.n}: onnxruntime "
                     f"makes {spec.m} elements (float32 product), ONNX "
@@ -153,7 +154,7 @@ def _axis_specs(ctx, shape, axes, given, policy) -> dict[int, Axis]:
             s = (min if policy == "not_larger" else max)(ratios.values())
             specs = {a: Axis(shape[a], int(np.round(s * F32(shape[a]))), s) for a in axes}
     for axis, spec in specs.items():
-        if spec.m <= 0:
+        if spec.m is not spec.n and spec.m <= 0:
             raise ctx.unsupported(f"axis {axis} resized from {spec.n} to {spec.m} elements")
     return specs
 
