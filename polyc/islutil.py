@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, Sequence
 
 import islpy as isl
@@ -72,8 +73,10 @@ def set_space(ctx: isl.Context, name: str, dims: Sequence[str]) -> isl.Space:
 def box(ctx: isl.Context, name: str, extents: Sequence[int | str], prefix: str = "i"
         ) -> isl.Set:
     """``{ name[i0, .., in-1] : 0 <= ik < extents[k] }``; an extent may be the name of a
-    parameter (``"batch"``), which then is a parameter of the set."""
-    params = list(dict.fromkeys(e for e in extents if isinstance(e, str)))
+    parameter (``"batch"``), which then is a parameter of the set, or an isl expression
+    of parameters (``"floor((N + 15)/16)"``)."""
+    symbolic = [e for e in extents if isinstance(e, str)]
+    params = expression_params(" ".join(symbolic))
     space = set_space(ctx, name, [f"{prefix}{k}" for k in range(len(extents))])
     if params:
         space = space.align_params(params_space(ctx, params))
@@ -81,6 +84,13 @@ def box(ctx: isl.Context, name: str, extents: Sequence[int | str], prefix: str =
     for dim, extent in enumerate(extents):
         lower = isl.Constraint.inequality_alloc(space).set_coefficient_val(
             isl.dim_type.set, dim, 1)
+        result = result.add_constraint(lower)
+        if isinstance(extent, str) and not extent.isidentifier():
+            bound = read_with_params(isl.PwAff, ctx, params, f"{{ [({extent})] }}")
+            bound = (bound.insert_dims(isl.dim_type.in_, 0, len(extents))
+                     .set_tuple_id(isl.dim_type.in_, space.get_tuple_id(isl.dim_type.set)))
+            result = result.intersect(isl.PwAff.from_aff(variable(space, dim)).lt_set(bound))
+            continue
         upper = isl.Constraint.inequality_alloc(space).set_coefficient_val(
             isl.dim_type.set, dim, -1)
         if isinstance(extent, str):
@@ -88,8 +98,17 @@ def box(ctx: isl.Context, name: str, extents: Sequence[int | str], prefix: str =
                      .set_constant_val(-1))
         else:
             upper = upper.set_constant_val(extent - 1)
-        result = result.add_constraint(lower).add_constraint(upper)
+        result = result.add_constraint(upper)
     return result
+
+
+_NOT_PARAMS = {"floor", "ceil", "mod", "min", "max", "and", "or"}
+
+
+def expression_params(text: str) -> list[str]:
+    """The parameter names an isl expression uses, in order."""
+    names = re.findall(r"[A-Za-z_]\w*", text)
+    return list(dict.fromkeys(n for n in names if n not in _NOT_PARAMS))
 
 
 def aff_of_index(domain_space: isl.Space, index: Ix) -> isl.Aff:
@@ -226,10 +245,25 @@ def transpose_map(view: isl.Space, base: isl.Space, perm: Sequence[int]) -> isl.
     return affs_to_map(view, base, affs)
 
 
+def offset_strides(shape: Sequence[int | str]) -> tuple[int, ...] | None:
+    """Row-major strides that give every element's offset, or None when one would
+    involve a symbolic extent: dims of extent 1 in front (their index is always 0) get
+    stride 0, and the first other dim may be symbolic (``[1, seq, 64]``)."""
+    lead = 0
+    while lead < len(shape) - 1 and shape[lead] == 1:
+        lead += 1
+    if any(isinstance(extent, str) for extent in shape[lead + 1:]):
+        return None
+    if lead == 0:
+        return strides(shape)
+    return (0,) * lead + strides(shape[lead:])
+
+
 def flat_offset(access: isl.Map, shape: Sequence[int]) -> isl.PwAff:
-    """The row-major element offset an access touches, as a function of its domain."""
+    """The row-major element offset an access touches, as a function of its domain
+    (``shape`` as :func:`offset_strides` takes it)."""
     array_space = access.get_space().range()
-    linear = isl.PwAff.from_aff(linear_aff(array_space, strides(shape)))
+    linear = isl.PwAff.from_aff(linear_aff(array_space, offset_strides(shape)))
     offset = linear.pullback_pw_multi_aff(isl.PwMultiAff.from_map(access))
     return offset.gist(access.domain()).coalesce()
 

@@ -20,7 +20,7 @@ import islpy as isl
 
 from polyc.errors import CodegenError
 from polyc.islutil import flat_offset
-from polyc.scop.model import Array, Scop, Statement
+from polyc.scop.model import Array, Scop, Statement, extent_expr
 
 
 def children(node: isl.AstNode) -> Iterator[isl.AstNode]:
@@ -63,6 +63,8 @@ class LoopProgram:
     root: isl.AstNode
     instances: tuple[Instance, ...]
     arrays: Mapping[str, Array] = field(default_factory=dict)
+    # symbolic extents that are expressions of parameters (a packed array's panels)
+    extents: Mapping[str, isl.AstExpr] = field(default_factory=dict)
 
     def instance(self, node: isl.AstNode) -> Instance:
         return self.instances[int(node.get_annotation().get_name()[1:])]
@@ -103,7 +105,16 @@ def build_ast(scop: Scop, schedule: isl.Schedule) -> LoopProgram:
         raise CodegenError(f"isl AST generation failed: {err}") from err
     if failures:
         raise CodegenError(f"AST generation callback failed: {failures[0]!r}") from failures[0]
-    return LoopProgram(root, tuple(instances), {a.name: a for a in scop.arrays})
+    return LoopProgram(root, tuple(instances), {a.name: a for a in scop.arrays},
+                       _extent_exprs(scop))
+
+
+def _extent_exprs(scop: Scop) -> dict[str, isl.AstExpr]:
+    """Each array extent that is an expression of parameters, as an AST expression."""
+    build = isl.AstBuild.from_context(_context(scop))
+    texts = {e for a in scop.arrays for e in a.shape
+             if isinstance(e, str) and not e.isidentifier()}
+    return {text: build.expr_from_pw_aff(extent_expr(scop, text)) for text in sorted(texts)}
 
 
 def _context(scop: Scop) -> isl.Set:

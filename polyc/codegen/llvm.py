@@ -44,9 +44,9 @@ def emit_module(scop: Scop, program: LoopProgram, plan: BufferPlan, *,
     kernel = _kernel(module, scop, program, arrays, threads)
     if not fast_math:
         _drop_fast_math(module)
-    _entry(module, kernel, scop, plan, _constants(module, scop, plan))
+    _entry(module, kernel, scop, program, plan, _constants(module, scop, plan))
     if plan.symbolic:
-        _scratch_function(module, scop, plan)
+        _scratch_function(module, scop, program, plan)
     return str(module)
 
 
@@ -72,7 +72,8 @@ def _constants(module: ir.Module, scop: Scop, plan: BufferPlan) -> list[ir.Globa
     return result
 
 
-def _entry(module, kernel, scop: Scop, plan: BufferPlan, globals_: list) -> None:
+def _entry(module, kernel, scop: Scop, program: LoopProgram, plan: BufferPlan,
+           globals_: list) -> None:
     n_pointers = len(plan.inputs) + len(plan.outputs) + 1
     types = [PTR] * n_pointers + [I64] * len(plan.params)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), types), name=ENTRY)
@@ -84,41 +85,48 @@ def _entry(module, kernel, scop: Scop, plan: BufferPlan, globals_: list) -> None
     *pointers, scratch = fn.args[:n_pointers]
     values = dict(zip(plan.params, fn.args[n_pointers:]))
     offsets = [ir.Constant(I64, off) for off in plan.scratch.values()]
-    offsets += _symbolic_offsets(b, scop, plan, values)[:-1]
+    offsets += _symbolic_offsets(b, scop, program, plan, values)[:-1]
     temps = [b.gep(scratch, [off], inbounds=True, source_etype=ir.IntType(8)) for off in offsets]
     b.call(kernel, pointers + temps + list(globals_) + list(values.values()))
     b.ret_void()
 
 
-def _symbolic_offsets(b: ir.IRBuilder, scop: Scop, plan: BufferPlan,
+def _symbolic_offsets(b: ir.IRBuilder, scop: Scop, program: LoopProgram, plan: BufferPlan,
                       values: Mapping[str, ir.Value]) -> list[ir.Value]:
     """The scratch offsets of the temporaries of symbolic size, then the end of the last."""
     offset = ir.Constant(I64, plan.scratch_bytes)
     result = [offset]
+    lookup = values.__getitem__
     for name in plan.symbolic:
         array = scop.array(name)
         size = ir.Constant(I64, np.dtype(array.dtype).itemsize)
         for extent in array.shape:
-            size = b.mul(size, _extent_value(extent, values.__getitem__))
+            size = b.mul(size, _extent_value(b, program, extent, lookup))
         rounded = b.and_(b.add(size, ir.Constant(I64, ALIGN - 1)), ir.Constant(I64, -ALIGN))
         offset = b.add(offset, rounded)
         result.append(offset)
     return result
 
 
-def _scratch_function(module, scop: Scop, plan: BufferPlan) -> None:
+def _scratch_function(module, scop: Scop, program: LoopProgram, plan: BufferPlan) -> None:
     """The exported ``int64_t polyc_scratch_bytes(int64_t params...)``."""
     fn = ir.Function(module, ir.FunctionType(I64, [I64] * len(plan.params)),
                      name=SCRATCH_FUNCTION)
     for arg, name in zip(fn.args, plan.params):
         arg.name = name
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    b.ret(_symbolic_offsets(b, scop, plan, dict(zip(plan.params, fn.args)))[-1])
+    b.ret(_symbolic_offsets(b, scop, program, plan, dict(zip(plan.params, fn.args)))[-1])
 
 
-def _extent_value(extent: int | str, value) -> ir.Value:
-    """An array extent as an i64: a constant, or ``value(name)`` of a symbolic one."""
-    return value(extent) if isinstance(extent, str) else ir.Constant(I64, extent)
+def _extent_value(b: ir.IRBuilder, program: LoopProgram, extent: int | str, lookup
+                  ) -> ir.Value:
+    """An array extent as an i64: a constant, ``lookup(name)`` of a symbolic parameter,
+    or an expression of them (``program.extents``)."""
+    if isinstance(extent, int):
+        return ir.Constant(I64, extent)
+    if extent.isidentifier():
+        return lookup(extent)
+    return int_expr(b, program.extents[extent], lookup)
 
 
 def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...],
@@ -422,7 +430,7 @@ class _LoopEmitter:
         return element
 
     def _extent(self, extent: int | str) -> ir.Value:
-        return _extent_value(extent, self.iterator_value)
+        return _extent_value(self.builder, self.program, extent, self.iterator_value)
 
     def _lookup_address(self, access, offset: Offset, at: ir.Value) -> ir.Value:
         """The element of a lookup read: ``offset`` (index 0 along the looked-up dim)

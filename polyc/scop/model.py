@@ -14,7 +14,7 @@ import numpy as np
 
 from polyc.errors import ShapeError
 from polyc.frontend.core import Call, Const
-from polyc.islutil import eval_params, union_maps, union_of
+from polyc.islutil import eval_params, offset_strides, union_maps, union_of
 
 NOMINAL = 64  # a symbolic parameter's value where tiling chooses sizes
 
@@ -53,9 +53,10 @@ class Array:
 
     @property
     def flat(self) -> bool:
-        """Whether every element stride is a constant: every extent but the first is an
-        int (a symbolic batch dim leaves the offsets affine)."""
-        return not any(isinstance(extent, str) for extent in self.shape[1:])
+        """Whether every element stride is a constant (``islutil.offset_strides``): a
+        symbolic extent only first, or after dims of extent 1 (``[batch, 16]``,
+        ``[1, seq, 64]``), leaves the offsets affine."""
+        return offset_strides(self.shape) is not None
 
     @property
     def size(self) -> int:

@@ -91,7 +91,8 @@ def _bind_array(scop: Scop, array: Array, values: dict[str, int]) -> Array:
 
 def _extent(scop: Scop, array: Array, extent: int | str, values: dict[str, int]
             ) -> int | str:
-    """The extent's value, or its parameter's name if that parameter stays symbolic."""
+    """The extent's value, or (when it involves a symbolic parameter) the parameter's
+    name, or for a temporary the expression itself."""
     if isinstance(extent, int):
         return extent
     expr = read_with_params(isl.PwAff, scop.ctx, scop.params, f"{{ [({extent})] }}")
@@ -99,8 +100,8 @@ def _extent(scop: Scop, array: Array, extent: int | str, values: dict[str, int]
             and expr.involves_dims(isl.dim_type.param, scop.params.index(p), 1)]
     if not free:
         return eval_params(expr, values)
-    if extent.strip() in scop.params:
-        return extent.strip()
+    if extent.strip() in scop.params or array.kind == "temp":
+        return extent.strip()  # a temporary's size is computed by the code
     raise ShapeError(f"array {array.name} has the extent '{extent}' of the symbolic "
                      f"parameter {', '.join(free)}; a symbolic extent must be a parameter "
                      "itself (the runtime reads its value from an input shape)")

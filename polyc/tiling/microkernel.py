@@ -40,7 +40,7 @@ from polyc.codegen.vector import LANES
 from polyc.codegen.vector import MARK as VECTOR_MARK
 from polyc.codegen.vector import REGISTER_TILE as REGISTER_MARK
 from polyc.errors import PolycError
-from polyc.islutil import multi_union, statement_names, variable
+from polyc.islutil import multi_union, params_space, statement_names, variable
 from polyc.tiling.cache import FLOAT_BYTES, Caches
 from polyc.tiling.contraction import Contraction
 from polyc.tiling.epilogue import Attached
@@ -146,7 +146,6 @@ def recipe_schedule(packed: Packed, block: Blocking,
     for member in (0, 1):  # row and column blocks of C: no dependence crosses them
         band = band.band_member_set_coincident(member, 1)
 
-    last = (c.extent("k") - 1) // block.kc
     rows = [_rows(parts, s(d)) for d in c.batch]
     rows.append(_rows(parts, _div(j, block.nc)))
     k_blocks = _union(c.statement.domain, _div(k, block.kc))
@@ -161,8 +160,10 @@ def recipe_schedule(packed: Packed, block: Blocking,
             + [rows[nb].union_add(_union(copy.domain, _div(p_j, block.nc)))]
         k_blocks = k_blocks.union_add(_union(copy.domain, _div(p(nb + 1), block.kc)))
     for a in attached:  # the first k block for a prologue, the last for an epilogue
-        k_blocks = k_blocks.union_add(_union(a.statement.domain, _constant(
-            a.statement.domain.get_space(), 0 if a.prologue else last)))
+        a_space = a.statement.domain.get_space()
+        k_blocks = k_blocks.union_add(_union(a.statement.domain, _constant(a_space, 0)
+                                             if a.prologue else
+                                             _last_block(a_space, c.extent("k"), block.kc)))
     rows.append(k_blocks)
     node = tree.insert_partial_schedule(_multi(rows)).get_root().child(0)
     node = node.band_set_permutable(1)
@@ -233,6 +234,16 @@ def full_tiles(c: Contraction, block: Blocking, attached: Sequence[Attached] = (
         result[a.statement.name] = a.statement.domain.intersect(
             domain.preimage_multi_aff(a.to_contraction))
     return result
+
+
+def _last_block(space: isl.Space, extent: int | str, kc: int) -> isl.Aff:
+    """``floor((extent - 1) / kc)``, the last block of the reduction, on ``space``."""
+    if isinstance(extent, int):
+        return _constant(space, (extent - 1) // kc)
+    space = space.align_params(params_space(space.get_ctx(), [extent]))
+    bound = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(space)).set_coefficient_val(
+        isl.dim_type.param, space.find_dim_by_name(isl.dim_type.param, extent), 1)
+    return _div(bound.add_constant_val(_val(space, -1)), kc)
 
 
 def _rows(parts, aff: isl.Aff) -> isl.UnionPwAff:

@@ -98,7 +98,9 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
     statement = c.statement
     operand = statement.reads[c.b]
     name = _fresh(scop, f"{operand.array}_packed")
-    panels = -(-c.extent("j") // nr)
+    columns = c.extent("j")
+    panels = (f"floor(({columns} + {nr - 1})/{nr})" if isinstance(columns, str)
+              else -(-columns // nr))
     shape = tuple(c.extents[d] for d in c.batch) + (panels, c.extent("k"), nr)
     array = Array(name, name, shape, "temp", scop.array(operand.array).dtype)
 
@@ -209,13 +211,17 @@ def _fresh(scop: Scop, base: str) -> str:
     return name
 
 
-def _within(domain: isl.Set, jb: int, nr: int, extent: int) -> isl.Set:
-    """``nr * jb + jj < extent``: the last panel may be partial."""
+def _within(domain: isl.Set, jb: int, nr: int, extent: int | str) -> isl.Set:
+    """``nr * jb + jj < extent``: the last panel may be partial (``extent``: an int or
+    a symbolic parameter)."""
     space = domain.get_space()
     last = (isl.Constraint.inequality_alloc(space)
             .set_coefficient_val(isl.dim_type.set, jb, -nr)
             .set_coefficient_val(isl.dim_type.set, jb + 2, -1)
-            .set_constant_val(extent - 1))
+            .set_constant_val(-1 if isinstance(extent, str) else extent - 1))
+    if isinstance(extent, str):
+        last = last.set_coefficient_val(
+            isl.dim_type.param, space.find_dim_by_name(isl.dim_type.param, extent), 1)
     return domain.add_constraint(last)
 
 
