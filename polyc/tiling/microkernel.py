@@ -49,10 +49,12 @@ from polyc.tiling.packing import Packed
 # mr x nr, 24 zmm accumulators each; 1024^3 measured 145, 142 and 137 GFLOP/s
 REGISTER_TILES = ((6, 64), (8, 48), (12, 32))
 # With symbolic rows (a batch) the last row tile is partial at most values, and its loops
-# then have no constant trip count: 4 rows divide the usual batch sizes. Measured on a
-# symbolic N x 512 x 1024 matmul against one compiled for N (1 thread): 4x64 took
-# 1.06 / 1.07 / 1.02x its time at N = 8 / 64 / 200, 6x64 1.26 / 1.19 / 1.08x.
-SYMBOLIC_ROW_TILES = ((4, 64), (4, 48), (4, 32))
+# then have no constant trip count: tiles of 8 or 4 rows divide the usual batch sizes.
+# Measured against artifacts compiled for the batch (1 thread): a symbolic N x 512 x 1024
+# matmul took 1.05-1.07x their time at N = 8 / 64 / 200 with 8x32 or 4x64 tiles, and
+# 1.08-1.26x with 6x64; the 512-1024-256 MLP took 0.94 / 1.03x at batch 8 / 64 with
+# 8x32 and 1.14 / 1.07x with 4x64 (at batch 3: 1.11 and 1.00x).
+SYMBOLIC_ROW_TILES = ((8, 32), (4, 64), (4, 48))
 KC = 256
 
 
