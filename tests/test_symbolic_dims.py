@@ -127,6 +127,13 @@ def test_a_dim_name_that_is_not_an_identifier_becomes_one():
     assert compiled.manifest["params"] == ["DynamicDimension_0"]
     x = np.linspace(-3, 3, 24, dtype=np.float32).reshape(3, 8)
     _run_both(model, {"x": x}, symbolic=["DynamicDimension.0"])
+    merge = _model([helper.make_node("Reshape", ["x", "to"], ["y"], name="merge")],
+                   [("x", ["DynamicDimension.0", 8])], [("y", ["n"])],
+                   [("to", _ints(-1))])
+    with pytest.raises(ShapeError, match=r"--dim DynamicDimension\.0=N") as error:
+        polyc.compile(merge, symbolic=["DynamicDimension.0"])
+    assert "dims={'DynamicDimension.0': N}" in str(error.value)  # the hint works:
+    _run_both(merge, {"x": x}, dims={"DynamicDimension.0": 3})
 
 
 def test_an_onnx_model_keeps_the_symbolic_option_in_its_manifest():

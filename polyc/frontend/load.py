@@ -230,7 +230,7 @@ def _symbolic_dims(proto: onnx.ModelProto, names: Sequence[str], dims: Mapping[s
         if name not in known:
             raise ShapeError(f"symbolic names '{name}', which no graph input has as a "
                              f"dynamic dim (dynamic dims: {', '.join(known) or 'none'})")
-        result[name] = Sym(param_name(name))
+        result[name] = Sym(param_name(name), name)
     taken = [sym.name for sym in result.values()]
     if len(set(taken)) != len(taken):
         raise ShapeError(f"symbolic dims {', '.join(result)} give the same parameter names "

@@ -181,7 +181,7 @@ class LoweringContext:
                 return
             result = opdef.fn(self, *inputs, **attribute_values(node))
         except SymbolicDimError as error:
-            fix = error.sym.name
+            fix = error.sym.source
             raise self.shape_error(f"{error}; fix it with --dim {fix}=N (Python: "
                                    f"dims={{'{fix}': N}})") from None
         results = result if isinstance(result, tuple) else (result,)

@@ -11,7 +11,7 @@ identity, so products over a shape with a lone symbolic dim work.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from polyc.errors import ShapeError
 
@@ -26,7 +26,13 @@ class SymbolicDimError(ShapeError):
 
 @dataclass(frozen=True)
 class Sym:
-    name: str
+    name: str  # the isl parameter
+    onnx_name: str = field(default="", compare=False)  # as the model names it, for messages
+
+    @property
+    def source(self) -> str:
+        """The name a user passes to ``dims=`` / ``--dim``."""
+        return self.onnx_name or self.name
 
     def __str__(self) -> str:
         return self.name
