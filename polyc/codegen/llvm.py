@@ -26,6 +26,7 @@ from polyc.codegen.exprs import FAST, I1, I64, int_expr
 from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
 from polyc.errors import CodegenError
 from polyc.frontend.core import Call, Const, result_dtype
+from polyc.islutil import strides
 from polyc.scop.model import Load, LoadAt, Scop
 
 PTR = ir.PointerType()
@@ -432,16 +433,25 @@ class _LoopEmitter:
     def _extent(self, extent: int | str) -> ir.Value:
         return _extent_value(self.builder, self.program, extent, self.iterator_value)
 
+    def _stride(self, shape, dim: int) -> ir.Value:
+        """The element stride of ``dim``: a constant, times the later symbolic extents."""
+        later = shape[dim + 1:]
+        step = ir.Constant(I64, strides([1] + [e for e in later if isinstance(e, int)])[0])
+        for extent in later:
+            if isinstance(extent, str):
+                step = self.builder.mul(step, self._extent(extent))
+        return step
+
     def _lookup_address(self, access, offset: Offset, at: ir.Value) -> ir.Value:
         """The element of a lookup read: ``offset`` (index 0 along the looked-up dim)
         plus the index ``at`` (wrapped and clamped into the dim) times the dim's stride."""
         b = self.builder
         shape = self.program.arrays[access.array].shape
-        index = scalars.index_within(b, at, self._extent(shape[access.lookup]))
-        step = ir.Constant(I64, 1)
-        for extent in shape[access.lookup + 1:]:
-            step = b.mul(step, self._extent(extent))
-        element = b.add(self._element(access.array, offset), b.mul(index, step))
+        extent = shape[access.lookup]
+        index = scalars.index_within(b, at, extent if isinstance(extent, int)
+                                     else self._extent(extent))
+        element = b.add(self._element(access.array, offset),
+                        b.mul(index, self._stride(shape, access.lookup)))
         return b.gep(self.pointers[access.array], [element], inbounds=True,
                      source_etype=self._memory_type(access.array))
 

@@ -190,8 +190,10 @@ def index_within(b: ir.IRBuilder, value, extent: int | ir.Value) -> ir.Value:
     if value.type != I64:
         value = b.sext(value, I64)
     zero = ir.Constant(I64, 0)
-    size = extent if isinstance(extent, ir.Value) else ir.Constant(I64, extent)
+    if isinstance(extent, int):
+        size, last = ir.Constant(I64, extent), ir.Constant(I64, extent - 1)
+    else:
+        size, last = extent, b.sub(extent, ir.Constant(I64, 1))
     wrapped = b.select(b.icmp_signed("<", value, zero), b.add(value, size), value)
     low = b.select(b.icmp_signed("<", wrapped, zero), zero, wrapped)
-    last = b.sub(size, ir.Constant(I64, 1))
     return b.select(b.icmp_signed(">", low, last), last, low)
