@@ -203,3 +203,24 @@ def test_ops_keep_a_symbolic_batch(name):
                  .astype(np.float32) for n, shape in inputs}
         np.testing.assert_allclose(compiled.run(feeds)["y"], session.run(None, feeds)[0],
                                    rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape, axis", [([4, "n"], 0), (["n", 6], 0)])
+def test_gather_with_run_time_indices_in_a_symbolic_shape(shape, axis):
+    """The looked-up dim is fixed with a symbolic dim after it (a run-time stride), or
+    symbolic itself (indices wrap and clamp by its run-time extent)."""
+    out = [3] + [d for k, d in enumerate(shape) if k != axis]
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["x", "ids"], ["y"], axis=axis)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape),
+         helper.make_tensor_value_info("ids", TensorProto.INT64, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    compiled = polyc.compile(model, symbolic=["n"])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n in (4, 9):
+        x = np.arange(np.prod([n if d == "n" else d for d in shape]), dtype=np.float32)
+        feeds = {"x": x.reshape([n if d == "n" else d for d in shape]),
+                 "ids": np.array([3, -1, 0], np.int64)}
+        np.testing.assert_array_equal(compiled.run(feeds)["y"], session.run(None, feeds)[0])
