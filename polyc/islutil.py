@@ -86,8 +86,7 @@ def box(ctx: isl.Context, name: str, extents: Sequence[int | str], prefix: str =
             isl.dim_type.set, dim, 1)
         result = result.add_constraint(lower)
         if isinstance(extent, str) and not extent.isidentifier():
-            bound = read_with_params(isl.PwAff, ctx, params, f"{{ [({extent})] }}")
-            bound = (bound.insert_dims(isl.dim_type.in_, 0, len(extents))
+            bound = (param_expr(ctx, params, extent).insert_dims(isl.dim_type.in_, 0, len(extents))
                      .set_tuple_id(isl.dim_type.in_, space.get_tuple_id(isl.dim_type.set)))
             result = result.intersect(isl.PwAff.from_aff(variable(space, dim)).lt_set(bound))
             continue
@@ -167,9 +166,7 @@ def _last_index(zero: isl.PwAff, extent: int | str) -> isl.PwAff:
     """``extent - 1`` on the domain of ``zero`` (a parameter's name: that parameter)."""
     if isinstance(extent, int):
         return zero.add_constant_val(extent - 1)
-    space = zero.get_domain_space().align_params(params_space(zero.get_ctx(), [extent]))
-    param = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(space)).set_coefficient_val(
-        isl.dim_type.param, space.find_dim_by_name(isl.dim_type.param, extent), 1)
+    param = param_aff(zero.get_domain_space(), extent)
     return zero.add(isl.PwAff.from_aff(param).add_constant_val(-1))
 
 
@@ -299,6 +296,20 @@ def tuple_name(obj) -> str:
 def params_space(ctx: isl.Context, params: Sequence[str]) -> isl.Space:
     """The parameter space ``[p0, p1, ..] -> { : }``."""
     return isl.Space.create_from_names(ctx, set=[], params=list(params)).params()
+
+
+def param_aff(space: isl.Space, name: str) -> isl.Aff:
+    """The parameter ``name`` as an affine function on ``space`` (which gains the
+    parameter if it lacks it)."""
+    if space.find_dim_by_name(isl.dim_type.param, name) < 0:
+        space = space.align_params(params_space(space.get_ctx(), [name]))
+    return isl.Aff.zero_on_domain(isl.LocalSpace.from_space(space)).set_coefficient_val(
+        isl.dim_type.param, space.find_dim_by_name(isl.dim_type.param, name), 1)
+
+
+def param_expr(ctx: isl.Context, params: Sequence[str], text: str) -> isl.PwAff:
+    """An isl expression of the parameters ``params`` (``"floor((N + 15)/16)"``)."""
+    return read_with_params(isl.PwAff, ctx, params, f"{{ [({text})] }}")
 
 
 def read_with_params(kind, ctx: isl.Context, params: Sequence[str], text: str):

@@ -7,6 +7,7 @@ DEPENDENCES and SCHEDULE (the original program order in Pluto notation).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Mapping, Union
 
 import islpy as isl
@@ -14,15 +15,14 @@ import numpy as np
 
 from polyc.errors import ShapeError
 from polyc.frontend.core import Call, Const
-from polyc.islutil import eval_params, offset_strides, union_maps, union_of
+from polyc.islutil import eval_params, offset_strides, param_expr, union_maps, union_of
 
 NOMINAL = 64  # a symbolic parameter's value where tiling chooses sizes
 
 
 def extent_expr(scop: Scop, extent: str) -> isl.PwAff:
     """A symbolic extent (isl text over the SCoP's parameters) as a PwAff."""
-    declaration = f"[{', '.join(scop.params)}] -> " if scop.params else ""
-    return isl.PwAff.read_from_str(scop.ctx, declaration + f"{{ [({extent})] }}")
+    return param_expr(scop.ctx, scop.params, extent)
 
 
 def extent_value(scop: Scop, extent: str, values: Mapping[str, int]) -> int:
@@ -207,7 +207,7 @@ class Scop:
         """The parameters left symbolic once the others are bound (all, before)."""
         return tuple(p for p in self.params if p not in (self.param_values or {}))
 
-    @property
+    @cached_property  # read for every band and access while tiling
     def sizing_context(self) -> isl.Set | None:
         """The parameter values at which tiling and parallel marks choose sizes: the
         context, with each symbolic parameter at :data:`NOMINAL` (if the context

@@ -26,9 +26,8 @@ from polyc.islutil import (
     fixed_params,
     lower_bounds,
     params_space,
-    read_with_params,
 )
-from polyc.scop.model import Array, Scop
+from polyc.scop.model import Array, Scop, extent_expr
 
 
 def check_values(scop: Scop, values: Mapping[str, int] | None,
@@ -95,7 +94,7 @@ def _extent(scop: Scop, array: Array, extent: int | str, values: dict[str, int]
     name, or for a temporary the expression itself."""
     if isinstance(extent, int):
         return extent
-    expr = read_with_params(isl.PwAff, scop.ctx, scop.params, f"{{ [({extent})] }}")
+    expr = extent_expr(scop, extent)
     free = [p for p in scop.params if p not in values
             and expr.involves_dims(isl.dim_type.param, scop.params.index(p), 1)]
     if not free:

@@ -40,7 +40,7 @@ from polyc.codegen.vector import LANES
 from polyc.codegen.vector import MARK as VECTOR_MARK
 from polyc.codegen.vector import REGISTER_TILE as REGISTER_MARK
 from polyc.errors import PolycError
-from polyc.islutil import multi_union, params_space, statement_names, variable
+from polyc.islutil import multi_union, param_aff, statement_names, variable
 from polyc.tiling.cache import FLOAT_BYTES, Caches
 from polyc.tiling.contraction import Contraction
 from polyc.tiling.epilogue import Attached
@@ -224,9 +224,7 @@ def full_tiles(c: Contraction, block: Blocking, attached: Sequence[Attached] = (
             space = domain.get_space()
             end = isl.PwAff.from_aff(_div(variable(space, dim), size).scale_val(
                 _val(space, size)).add_constant_val(_val(space, size)))
-            bound = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(space)).set_coefficient_val(
-                isl.dim_type.param, space.find_dim_by_name(isl.dim_type.param, extent), 1)
-            domain = domain.intersect(end.le_set(isl.PwAff.from_aff(bound)))
+            domain = domain.intersect(end.le_set(isl.PwAff.from_aff(param_aff(space, extent))))
             continue
         last = extent // size * size - 1
         domain = domain.upper_bound_val(isl.dim_type.set, dim,
@@ -242,9 +240,7 @@ def _last_block(space: isl.Space, extent: int | str, kc: int) -> isl.Aff:
     """``floor((extent - 1) / kc)``, the last block of the reduction, on ``space``."""
     if isinstance(extent, int):
         return _constant(space, (extent - 1) // kc)
-    space = space.align_params(params_space(space.get_ctx(), [extent]))
-    bound = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(space)).set_coefficient_val(
-        isl.dim_type.param, space.find_dim_by_name(isl.dim_type.param, extent), 1)
+    bound = param_aff(space, extent)
     return _div(bound.add_constant_val(_val(space, -1)), kc)
 
 

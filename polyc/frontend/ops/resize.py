@@ -49,6 +49,7 @@ from polyc.frontend.ops.resize_filter import (
     periodic,
 )
 from polyc.frontend.ops.slicing import _axes
+from polyc.frontend.symbolic import Sym
 
 MODES = ("nearest", "linear", "cubic")
 POLICIES = ("stretch", "not_larger", "not_smaller")
@@ -154,7 +155,7 @@ def _axis_specs(ctx, shape, axes, given, policy) -> dict[int, Axis]:
             s = (min if policy == "not_larger" else max)(ratios.values())
             specs = {a: Axis(shape[a], int(np.round(s * F32(shape[a]))), s) for a in axes}
     for axis, spec in specs.items():
-        if spec.m is not spec.n and spec.m <= 0:
+        if not isinstance(spec.m, Sym) and spec.m <= 0:  # a symbolic dim is kept
             raise ctx.unsupported(f"axis {axis} resized from {spec.n} to {spec.m} elements")
     return specs
 
