@@ -99,6 +99,14 @@ def arguments(description: str, cases, *, json_path: Path, threads: list[int],
     return args
 
 
+def tables(print_table):
+    """A ``show`` for :func:`drive`: ``print_table(rows, threads)`` per thread count."""
+    def show(runs: dict) -> None:
+        for threads, rows in runs.items():
+            print_table(rows, threads)
+    return show
+
+
 def drive(args: argparse.Namespace, script: str, run_one, show, version: str) -> None:
     """A worker runs ``run_one(case name)`` for every case and writes its rows; the
     parent runs one worker per thread count, calls ``show({threads: rows})`` and

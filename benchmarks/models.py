@@ -20,7 +20,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from harness import arguments, drive, fmt_ms, fmt_ratio, median_times, pin_threads  # noqa: E402
+from harness import (  # noqa: E402
+    arguments,
+    drive,
+    fmt_ms,
+    fmt_ratio,
+    median_times,
+    pin_threads,
+    tables,
+)  # noqa: E402
 
 pin_threads(sys.argv)
 
@@ -60,12 +68,8 @@ def main(argv=None):
     args = arguments(__doc__.splitlines()[0], CASES, json_path=HERE / "results" / "models.json",
                      threads=[1], repeat=10, argv=argv)
 
-    def show(runs):
-        for n, rows in runs.items():
-            print_table(rows, n)
-
-    drive(args, __file__, lambda name: run_case(name, args.repeat, args.threads[0]), show,
-          polyc.__version__)
+    drive(args, __file__, lambda name: run_case(name, args.repeat, args.threads[0]),
+          tables(print_table), polyc.__version__)
 
 
 if __name__ == "__main__":

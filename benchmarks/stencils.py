@@ -30,6 +30,7 @@ from harness import (  # noqa: E402
     fmt_ratio,
     median_time,
     pin_threads,
+    tables,
 )
 
 pin_threads(sys.argv[1:])  # before numpy starts its thread pool
@@ -122,16 +123,12 @@ def print_table(rows, threads):
         print(f"  {r['case']}: " + "; ".join(d.split(": ", 1)[1] for d in r["tiling"]))
 
 
-
 def main(argv=None):
     args = arguments(__doc__.splitlines()[0], CASES, json_path=HERE / "results" / "stencils.json",
                      threads=[1], repeat=10, argv=argv)
 
-    def show(runs):
-        for n, rows in runs.items():
-            print_table(rows, n)
-
-    drive(args, __file__, lambda name: run_case(name, args.repeat), show, polyc.__version__)
+    drive(args, __file__, lambda name: run_case(name, args.repeat), tables(print_table),
+          polyc.__version__)
 
 
 if __name__ == "__main__":

@@ -197,14 +197,20 @@ def test_cli_blocking_option(tmp_path, capsys):
     assert "expected MR,NR,MC,NC,KC" in capsys.readouterr().err
 
 
-def test_packed_contraction_as_an_ahead_of_time_artifact(tmp_path):
-    model = matmul_model(37, 29, 70)
-    inputs = random_inputs(model, seed=9)
+def artifact_round_trip(model, seed: int, path) -> dict:
+    """Compile ``model`` with SMALL blocking, save and load it; check that the artifact
+    computes what the JIT does; its manifest."""
+    inputs = random_inputs(model, seed=seed)
     compiled = polyc.compile(model, blocking=SMALL)
-    compiled.save(tmp_path / "mm.so")
-    loaded = polyc.load(tmp_path / "mm.so")
-    assert loaded.manifest["scratch_bytes"] >= 29 * 96 * 4  # the packed panels
+    compiled.save(path)
+    loaded = polyc.load(path)
     np.testing.assert_array_equal(loaded.run(inputs)["y"], compiled.run(inputs)["y"])
+    return loaded.manifest
+
+
+def test_packed_contraction_as_an_ahead_of_time_artifact(tmp_path):
+    manifest = artifact_round_trip(matmul_model(37, 29, 70), 9, tmp_path / "mm.so")
+    assert manifest["scratch_bytes"] >= 29 * 96 * 4  # the packed panels
 
 
 def matmul_bias_relu_model(m, k, n, *, gemm=False):
@@ -322,10 +328,5 @@ def test_a_constant_shared_by_a_batch_is_packed_at_run_time():
 
 
 def test_a_constant_packed_at_compile_time_in_an_ahead_of_time_artifact(tmp_path):
-    model = weight_model(37, 29, 70)
-    inputs = random_inputs(model, seed=14)
-    compiled = polyc.compile(model, blocking=SMALL)
-    compiled.save(tmp_path / "w.so")
-    loaded = polyc.load(tmp_path / "w.so")
-    assert loaded.manifest["scratch_bytes"] < 29 * 96 * 4  # no panels in scratch
-    np.testing.assert_array_equal(loaded.run(inputs)["y"], compiled.run(inputs)["y"])
+    manifest = artifact_round_trip(weight_model(37, 29, 70), 14, tmp_path / "w.so")
+    assert manifest["scratch_bytes"] < 29 * 96 * 4  # no panels in scratch
