@@ -145,6 +145,9 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--dim", metavar="NAME=N", type=parse_dim, action="append",
                        default=[], help="fix the dynamic dim NAME (e.g. batch) to N in every "
                        "input and output that has it (repeatable)")
+    group.add_argument("--profile", action="store_true", default=None,
+                       help="compile timers around each loop nest into the code (read by "
+                       "'polyc bench --profile' or the Python API's profile())")
     group.add_argument("--symbolic", metavar="NAME[,NAME...]", type=parse_names,
                        action="append", default=[],
                        help="keep the dynamic dim NAME symbolic: one artifact for every "
@@ -211,11 +214,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("bench", bench_command,
                   "median run time of polyc (and of onnxruntime for an ONNX model)",
                   ["polyc bench examples/mlp.onnx --repeat 200",
-                   "polyc bench mlp.so --input x=examples/mlp_input.npy"])
+                   "polyc bench mlp.so --input x=examples/mlp_input.npy",
+                   "polyc bench model.onnx --profile --json profile.json"])
     sub.add_argument("target", metavar="MODEL.onnx|ARTIFACT.so")
     add_input_options(sub)
     sub.add_argument("--repeat", type=int, default=50, metavar="N",
                      help="timed runs after one warm-up run (default: 50)")
+    sub.add_argument("--json", metavar="FILE.json",
+                     help="with --profile: also write the profile as JSON")
     add_compile_options(sub)
 
     sub = command("ops", ops_command, "list the ONNX ops polyc lowers, with their versions",
@@ -239,7 +245,7 @@ def compile_options(args) -> dict:
                "check": getattr(args, "check", None),
                "tile": args.tile, "tile_size": collect(args.tile_size, "--tile-size"),
                "blocking": collect(args.blocking, "--blocking"),
-               "threads": args.threads}
+               "threads": args.threads, "profile": args.profile}
     return {key: value for key, value in options.items() if value is not None}
 
 
@@ -385,8 +391,13 @@ def manifest_json(manifest: dict) -> str:
 def bench_command(args) -> None:
     if args.repeat < 1:
         raise InputError(f"--repeat must be at least 1, got {args.repeat}")
+    if args.json and not args.profile:
+        raise InputError("--json writes the profile: give --profile too")
     model = open_target(args)
     inputs = read_inputs(model, args)
+    if args.profile:
+        profile_command(model, inputs, args)
+        return
     ours = median_seconds(lambda: model.run(inputs), args.repeat)
     print(f"polyc        {ours * 1e3:10.4f} ms  (median of {args.repeat})")
     if not is_onnx(args.target):
@@ -401,6 +412,23 @@ def bench_command(args) -> None:
         return
     print(f"onnxruntime  {theirs * 1e3:10.4f} ms  (median of {args.repeat})")
     print(f"speedup      {theirs / ours:10.2f} x  (onnxruntime time / polyc time)")
+
+
+def profile_command(model, inputs: dict, args) -> None:
+    """The per-nest table of ``model`` (compiled with timers), next to onnxruntime's own
+    profile of the same nodes for an ONNX model (when onnxruntime is installed)."""
+    profile = model.profile(inputs, args.repeat)
+    print(profile)
+    if args.json:
+        write_json(args.json, profile.as_dict())
+
+
+def write_json(path: str, data: dict) -> None:
+    try:
+        Path(path).write_text(json.dumps(data, indent=1) + "\n")
+    except OSError as error:
+        raise PolycError(f"cannot write {path}: {error.strerror or error}") from None
+    print(f"wrote {path}")
 
 
 def median_seconds(run, repeat: int) -> float:

@@ -21,7 +21,8 @@ import numpy as np
 from polyc import __version__, config
 from polyc.codegen.ast import LoopProgram, build_ast
 from polyc.codegen.layout import INITIAL, BufferPlan, constant_data, plan_buffers
-from polyc.codegen.llvm import ENTRY, emit_module
+from polyc.codegen.llvm import ENTRY, emit_module, kernel_parts
+from polyc.codegen.profile import parts as profile_parts
 from polyc.errors import PolycError
 from polyc.frontend import import_model
 from polyc.frontend.core import Graph
@@ -55,6 +56,7 @@ class Options:
     params: Mapping[str, int] | None = None  # parameter values (loop nests)
     symbolic: tuple[str, ...] | None = None  # dims (parameters) left symbolic
     threads: int | None = None  # parallel loops: None OpenMP's default, 1 serial code
+    profile: bool = False  # timers around each loop nest (polyc.codegen.profile)
 
     def __post_init__(self):
         threads = self.threads
@@ -89,10 +91,12 @@ class Compilation:
     llvm_ir: str
     times: tuple[tuple[str, float], ...] = field(default=())
     graph: Graph | None = None
+    profile: tuple[dict, ...] = ()  # per timed part, with options.profile
 
     @property
     def manifest(self) -> dict[str, Any]:
         params = {"params": list(self.plan.params)} if self.plan.params else {}
+        profile = {"profile": list(self.profile)} if self.options.profile else {}
         return {
             "format": "polyc-1", "entry": ENTRY,
             "inputs": [self._describe(n) for n in self.plan.inputs],
@@ -102,7 +106,17 @@ class Compilation:
             "model_hash": self.graph.model_hash if self.graph is not None else "",
             "options": self.options.as_dict(),
             "polyc_version": __version__,
+            **profile,
         }
+
+    def profiled(self) -> Compilation:
+        """The same program with timers around each loop nest (LLVM IR emitted again)."""
+        if self.options.profile:
+            return self
+        options = replace(self.options, profile=True)
+        return replace(self, options=options, llvm_ir=_emit(self.scop, self.program, self.plan,
+                                                            options),
+                       profile=_profile_parts(self.scop, self.program))
 
     @property
     def constants(self) -> dict[str, np.ndarray]:
@@ -169,11 +183,20 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
         stages.run("legality", check_legality, scop, scheduled.schedule)
     program = stages.run("ast", build_ast, scop, scheduled.schedule)
     plan = stages.run("buffers", plan_buffers, scop)
-    llvm_ir = stages.run("llvm", emit_module, scop, program, plan, fast_math=options.fast_math,
-                         threads=options.threads)
+    llvm_ir = stages.run("llvm", _emit, scop, program, plan, options)
     config.log_section(config.LLVM, "LLVM IR (before optimisation)", llvm_ir)
+    parts = _profile_parts(scop, program) if options.profile else ()
     return Compilation(options, scop, groups, scheduled, program, plan, llvm_ir,
-                       tuple(stages.times))
+                       tuple(stages.times), profile=parts)
+
+
+def _emit(scop: Scop, program: LoopProgram, plan: BufferPlan, options: Options) -> str:
+    return emit_module(scop, program, plan, fast_math=options.fast_math,
+                       threads=options.threads, profile=options.profile)
+
+
+def _profile_parts(scop: Scop, program: LoopProgram) -> tuple[dict, ...]:
+    return tuple(profile_parts(scop, program, kernel_parts(program)))
 
 
 def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
@@ -182,7 +205,7 @@ def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check
                   symbolic: Sequence[str] | None = None,
                   fast_math: bool = True, tile: bool = True,
                   tile_size=None, blocking=None,
-                  threads: int | None = None) -> "CompiledModel":
+                  threads: int | None = None, profile: bool = False) -> "CompiledModel":
     """Compile ``model`` (path, bytes or ModelProto) to native code in this process.
     ``shapes`` (``{"x": (1, 3, 224, 224)}``) fixes whole input shapes and ``dims``
     (``{"batch": 8}``) named dynamic dims wherever they appear; ``symbolic``
@@ -194,12 +217,14 @@ def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check
     register tile and cache blocks of every contraction; ``tile_size`` and ``blocking``
     may also be ``{statement or ONNX node name: value}`` (:mod:`polyc.tiling.overrides`)
     to fix only those statements' bands; ``threads`` runs parallel
-    loops on that many threads (None: ``OMP_NUM_THREADS`` at run time; 1: serial code)."""
+    loops on that many threads (None: ``OMP_NUM_THREADS`` at run time; 1: serial code);
+    ``profile`` compiles timers around each loop nest into the code (see
+    :meth:`CompiledModel.profile`, which needs no such build)."""
     options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
                       shapes=dict(shapes) if shapes else None,
                       dims=dict(dims) if dims else None,
-                      symbolic=_names(symbolic), threads=threads)
-    return _jit(lower(model, options))
+                      symbolic=_names(symbolic), threads=threads, profile=bool(profile))
+    return _jit(lower(model, options), source=None if isinstance(model, Graph) else model)
 
 
 def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
@@ -207,7 +232,7 @@ def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
                  fuse: str = "smart", check: bool = True,
                  fast_math: bool = True, tile: bool = True,
                  tile_size=None, blocking=None,
-                 threads: int | None = None) -> "CompiledModel":
+                 threads: int | None = None, profile: bool = False) -> "CompiledModel":
     """Compile a SCoP (e.g. a :class:`polyc.scop.nest.LoopNest`'s) at the parameter
     values ``params``, but for the parameters in ``symbolic``, which the code takes at
     run time (read from the array shapes that name them); its ``run`` returns every
@@ -215,7 +240,8 @@ def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
     symbolic = _names(symbolic)
     values = check_values(scop, params, symbolic or ())  # name a missing value now
     options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
-                      params=values or None, symbolic=symbolic, threads=threads)
+                      params=values or None, symbolic=symbolic, threads=threads,
+                      profile=bool(profile))
     return _jit(lower_scop(scop, options, _Stages()))
 
 
@@ -235,21 +261,27 @@ def _blocking(value):
     return dict(value) if isinstance(value, Mapping) else as_blocking(value)
 
 
-def _jit(compilation: Compilation) -> "CompiledModel":
-    from polyc.runtime.jit import JitModule
-
+def _jit(compilation: Compilation, source=None) -> "CompiledModel":
     start = time.perf_counter()
-    jit = JitModule(compilation.llvm_ir, compilation.manifest, compilation.constants)
+    jit = _jit_module(compilation)
     seconds = time.perf_counter() - start
     config.log(config.STAGES, f"polyc: {'jit':<12} {seconds * 1e3:9.2f} ms")
-    return CompiledModel(compilation, jit, seconds)
+    return CompiledModel(compilation, jit, seconds, source)
+
+
+def _jit_module(compilation: Compilation):
+    from polyc.runtime.jit import JitModule
+
+    return JitModule(compilation.llvm_ir, compilation.manifest, compilation.constants)
 
 
 class CompiledModel:
-    """A model compiled in process: run it, report on it, inspect it, save it."""
+    """A model compiled in process: run it, report on it, inspect it, save it, profile it."""
 
-    def __init__(self, compilation: Compilation, jit, jit_seconds: float):
+    def __init__(self, compilation: Compilation, jit, jit_seconds: float, source=None):
         self.compilation, self._jit, self._jit_seconds = compilation, jit, jit_seconds
+        self._source = source  # the ONNX model given (path, bytes, ModelProto), if any
+        self._profiled = jit if compilation.options.profile else None
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -284,6 +316,25 @@ class CompiledModel:
     def inspect(self) -> str:
         from polyc.report import inspect_text
         return inspect_text(self.compilation)
+
+    def profile(self, inputs: Mapping[str, Any], repeat: int = 10, *,
+                onnxruntime: bool = True):
+        """Where the time of a call goes: ``repeat`` runs of a build of this program with
+        timers around each loop nest (compiled once, on first use, unless this model
+        was compiled with ``profile=True``), as a
+        :class:`polyc.runtime.profile.Profile` whose ``str`` is a table sorted by time.
+        With ``onnxruntime`` (and onnxruntime installed) each row also gives
+        onnxruntime's own time for the same ONNX nodes, from its profiler, on as many
+        threads as this model's ``threads`` (its default when None)."""
+        from polyc.runtime.profile import onnxruntime_times
+
+        if self._profiled is None:
+            self._profiled = _jit_module(self.compilation.profiled())
+        reference = None
+        if onnxruntime and self._source is not None:
+            reference = onnxruntime_times(self._source, inputs, repeat,
+                                          self.compilation.options.threads)
+        return self._profiled.profile(inputs, repeat, reference)
 
 
 __all__ = ["Options", "Compilation", "CompiledModel", "compile_model", "compile_scop", "lower",

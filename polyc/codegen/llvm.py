@@ -24,6 +24,7 @@ from polyc.codegen import parallel, scalars, vector
 from polyc.codegen.ast import LoopProgram, Offset, children
 from polyc.codegen.exprs import FAST, I1, I64, int_expr
 from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
+from polyc.codegen.profile import Timers
 from polyc.errors import CodegenError
 from polyc.frontend.core import Call, Const, result_dtype
 from polyc.islutil import strides
@@ -35,14 +36,16 @@ ENTRY = "polyc_main"
 
 
 def emit_module(scop: Scop, program: LoopProgram, plan: BufferPlan, *,
-                fast_math: bool = True, threads: int | None = None) -> str:
+                fast_math: bool = True, threads: int | None = None,
+                profile: bool = False) -> str:
     """The LLVM IR text of the whole model; ``fast_math=False`` drops the float
     reassociation and contraction flags, so every schedule computes bit-identical sums.
     ``threads`` runs parallel loops on that many threads (None: the OpenMP default;
-    1: no parallel regions at all)."""
+    1: no parallel regions at all). ``profile`` times each of :func:`kernel_parts`
+    (:mod:`polyc.codegen.profile`)."""
     module = ir.Module(name="polyc")
     arrays = plan.inputs + plan.outputs + tuple(plan.scratch) + plan.symbolic + plan.constants
-    kernel = _kernel(module, scop, program, arrays, threads)
+    kernel = _kernel(module, scop, program, arrays, threads, profile)
     if not fast_math:
         _drop_fast_math(module)
     _entry(module, kernel, scop, program, plan, _constants(module, scop, plan))
@@ -131,7 +134,7 @@ def _extent_value(b: ir.IRBuilder, program: LoopProgram, extent: int | str, look
 
 
 def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...],
-            threads: int | None) -> ir.Function:
+            threads: int | None, profile: bool) -> ir.Function:
     symbolic = scop.symbolic_params
     types = [PTR] * len(arrays) + [I64] * len(symbolic)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), types), name="polyc_kernel")
@@ -144,37 +147,45 @@ def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...],
     params = {name: ir.Constant(I64, value) for name, value in (scop.param_values or {}).items()}
     params.update(zip(symbolic, fn.args[len(arrays):]))
     emitter = _LoopEmitter(fn, pointers, program, params, threads=threads)
-    for part in _parts(program.root):
-        _emit_part(module, emitter, part, program, symbolic, threads)
+    parts = kernel_parts(program)
+    timers = Timers(module, len(parts)) if profile else None
+    for k, part in enumerate(parts):
+        part_fn, args = _emit_part(module, emitter, part, program, symbolic, threads)
+        if timers is None:
+            emitter.builder.call(part_fn, args)
+        else:
+            timers.call(emitter.builder, emitter.entry_alloca, k, part_fn, args)
     emitter.builder.ret_void()
     return fn
 
 
-def _parts(root: isl.AstNode) -> list[isl.AstNode]:
-    """The top-level nests of the program (the children of a root block), each emitted
-    as a function of its own: LLVM's optimisation time grows faster than linearly with
-    a function's size (a 6-layer encoder: 20 s in one function)."""
+def kernel_parts(program: LoopProgram) -> list[isl.AstNode]:
+    """The top-level nests of the program (the children of a root block) that access
+    arrays, in program order, each emitted as a function of its own: LLVM's
+    optimisation time grows faster than linearly with a function's size (a 6-layer
+    encoder: 20 s in one function). Profiling times each one."""
+    root = program.root
     if root.get_type() != isl.ast_node_type.block:
-        return [root]
-    children = root.block_get_children()
-    return [children.get_at(k) for k in range(children.n_ast_node())]
+        nodes = [root]
+    else:
+        children = root.block_get_children()
+        nodes = [children.get_at(k) for k in range(children.n_ast_node())]
+    return [node for node in nodes if parallel.arrays_in(node, program)]
 
 
 def _emit_part(module: ir.Module, kernel: _LoopEmitter, node: isl.AstNode,
-               program: LoopProgram, symbolic: tuple[str, ...], threads: int | None) -> None:
+               program: LoopProgram, symbolic: tuple[str, ...], threads: int | None
+               ) -> tuple[ir.Function, list[ir.Value]]:
     """``node`` as ``void polyc_kernel.partN(ptr noalias arrays.., i64 symbolic..)``,
-    called from the kernel."""
+    and the kernel's arguments for a call of it."""
     arrays = parallel.arrays_in(node, program)
-    if not arrays:
-        return
     fn = parallel.noalias_function(module, "polyc_kernel.part", arrays, symbolic)
     params = dict(kernel.params)
     params.update(zip(symbolic, fn.args[len(arrays):]))
     emitter = _LoopEmitter(fn, dict(zip(arrays, fn.args)), program, params, threads=threads)
     emitter.node(node)
     emitter.builder.ret_void()
-    kernel.builder.call(fn, [kernel.pointers[a] for a in arrays]
-                        + [kernel.params[p] for p in symbolic])
+    return fn, [kernel.pointers[a] for a in arrays] + [kernel.params[p] for p in symbolic]
 
 
 def loop_hints(module: ir.Module) -> ir.MDValue:
@@ -245,10 +256,10 @@ class _LoopEmitter:
 
     def _iterator_slot(self, name: str) -> ir.AllocaInstr:
         if name not in self.iterators:
-            self.iterators[name] = self._entry_alloca(I64, name)
+            self.iterators[name] = self.entry_alloca(I64, name)
         return self.iterators[name]
 
-    def _entry_alloca(self, typ: ir.Type, name: str = "") -> ir.AllocaInstr:
+    def entry_alloca(self, typ: ir.Type, name: str = "") -> ir.AllocaInstr:
         self.entry_builder.position_before(self._entry_jump)
         return self.entry_builder.alloca(typ, name=name)
 
@@ -341,7 +352,7 @@ class _LoopEmitter:
         emitter.loop(node, lo, hi)
         emitter.builder.ret_void()
         values = [self.pointers[a] for a in arrays] + [self.iterator_value(i) for i in outer]
-        parallel.call(self.builder, self._entry_alloca, body, values,
+        parallel.call(self.builder, self.entry_alloca, body, values,
                       self.int_value(bounds.init), self.int_value(bounds.last), bounds.step,
                       self.threads)
 

@@ -91,18 +91,19 @@ def _mentions(expr: isl.AstExpr, name: str) -> bool:
 def arrays_in(node: isl.AstNode, program: LoopProgram) -> tuple[str, ...]:
     """The arrays the statements below ``node`` access, in first-use order."""
     names: dict[str, None] = {}
-    for user in _users(node):
+    for user in users(node):
         statement = program.instance(user).statement
         for access in (statement.write, *statement.reads):
             names.setdefault(access.array)
     return tuple(names)
 
 
-def _users(node: isl.AstNode) -> Iterator[isl.AstNode]:
+def users(node: isl.AstNode) -> Iterator[isl.AstNode]:
+    """The user (statement) nodes below ``node``, in AST order."""
     if node.get_type() == isl.ast_node_type.user:
         yield node
     for child in children(node):
-        yield from _users(child)
+        yield from users(child)
 
 
 def noalias_function(module: ir.Module, name: str, arrays: Sequence[str],

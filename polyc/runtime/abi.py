@@ -235,6 +235,7 @@ class Runner:
         scratch size)."""
         check_manifest(manifest)
         self.manifest = dict(manifest)
+        self.symbol = symbol or (lambda name: 0)
         self.params = manifest_params(manifest)
         self.inputs = tensor_specs(manifest, "inputs")
         self.outputs = tensor_specs(manifest, "outputs")
@@ -273,6 +274,13 @@ class Runner:
         return {spec.name: array for spec, array in zip(self.outputs, outputs)}
 
     __call__ = run
+
+    def profile(self, inputs: Mapping[str, np.ndarray], repeat: int = 10,
+                onnxruntime: Mapping | None = None):
+        """Per-nest times of ``repeat`` runs (code compiled with ``profile=True``): a
+        :class:`polyc.runtime.profile.Profile`, whose ``str`` is a table."""
+        from polyc.runtime.profile import measure
+        return measure(self, inputs, repeat, onnxruntime)
 
     def _scratch_address(self, arguments: list[int]) -> int:
         """This thread's scratch buffer (threads may run the same model concurrently),

@@ -112,20 +112,20 @@ class LoopNest:
                 symbolic: Sequence[str] | None = None, scheduler: str = "pluto",
                 fuse: str = "smart", check: bool = True, fast_math: bool = True,
                 tile: bool = True, tile_size=None, blocking=None,
-                threads: int | None = None):
+                threads: int | None = None, profile: bool = False):
         """Native code for the nest at these parameter values: a
         :class:`polyc.pipeline.CompiledModel` whose ``run({array: value})`` returns every
         array's final value (given arrays are copied, omitted ``result`` arrays start at 0).
         Parameters in ``symbolic`` get no value: the code takes any, read from the
         shapes of the given arrays (an array extent that is the parameter).
         The nest is one fusion group: ``fuse`` (none / smart / max, or Pluto's nofuse /
-        smartfuse / maxfuse) is the policy the scheduler cuts it by; ``threads`` as for
-        :func:`polyc.compile`."""
+        smartfuse / maxfuse) is the policy the scheduler cuts it by; ``threads`` and
+        ``profile`` as for :func:`polyc.compile`."""
         from polyc.pipeline import compile_scop
         return compile_scop(self.scop(), params=params, symbolic=symbolic,
                             scheduler=scheduler, fuse=fuse,
                             check=check, fast_math=fast_math, tile=tile, tile_size=tile_size,
-                            blocking=blocking, threads=threads)
+                            blocking=blocking, threads=threads, profile=profile)
 
     # -- checking and building the isl objects --------------------------------------
 
