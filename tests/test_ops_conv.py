@@ -112,12 +112,71 @@ def test_conv_is_im2col_and_one_packed_product():
                for d in compiled.schedule.decisions)
 
 
-def test_depthwise_conv_is_one_direct_reduce():
+def test_depthwise_conv_is_one_map_with_its_window_summed():
+    """A 3x3 depthwise conv: one Map (no padded copy, no Reduce), the nine products
+    summed in its body; the reads that may leave X are bounded (padding 1 all round,
+    stride 2 on a 6x6 input: the windows of the last row and column end inside)."""
     x_shape, w_shape, attrs = CONV_CASES["depthwise"]
     model = single_node_model("Conv", x_shape, [weight("w", w_shape, 1)], **attrs)
+    (op,) = [op for op in import_model(model).ops if not hasattr(op, "src")]  # no Views
+    assert isinstance(op, Map) and op.label == "depthwise_conv" and op.shape == (2, 4, 3, 3)
+    reads = [r for r in _reads(op.expr) if r.tensor == "x"]
+    assert len(reads) == 9 and sum(r.bounded for r in reads) == 5  # row 0 or column 0
+
+
+def _reads(expr):
+    if hasattr(expr, "tensor"):
+        return [expr]
+    return [r for arg in getattr(expr, "args", ()) for r in _reads(arg)]
+
+
+def test_large_depthwise_kernel_stays_a_reduce():
+    """Past 49 kernel positions (9x9) the window is a reduction loop."""
+    model = single_node_model("Conv", (1, 4, 12, 12), [weight("w", (4, 1, 9, 9), 1)],
+                              group=4, pads=[4, 4, 4, 4])
     reduces = [op for op in import_model(model).ops if isinstance(op, Reduce)]
     assert len(reduces) == 1 and reduces[0].label == "depthwise_conv"
-    assert reduces[0].extents == (2, 4, 3, 3, 3, 3)
+    assert reduces[0].extents == (1, 4, 12, 12, 9, 9)
+    assert_matches(model)
+
+
+DEPTHWISE_CASES = {  # rows long enough for whole vectors, a masked rest and border cells
+    "3x3": ((2, 5, 23, 37), {"pads": [1, 1, 1, 1]}),
+    "3x3_stride2_asymmetric": ((1, 6, 22, 41), {"pads": [0, 1, 1, 0], "strides": [2, 2]}),
+    "5x5_dilation2": ((1, 3, 19, 35), {"pads": [4, 4, 4, 4], "dilations": [2, 2],
+                                       "kernel_shape": [5, 5]}),
+    "7x7_same_upper": ((1, 4, 17, 33), {"auto_pad": "SAME_UPPER", "kernel_shape": [7, 7]}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEPTHWISE_CASES))
+def test_depthwise_interior_and_border(case):
+    """Depthwise convs whose interior is split from border cells (tiling) and runs 16
+    lanes at a time with a masked rest (codegen), against onnxruntime."""
+    x_shape, attrs = DEPTHWISE_CASES[case]
+    kernel = attrs.get("kernel_shape", [3, 3])
+    c = x_shape[1]
+    weights = [weight("w", (c, 1, *kernel), 1), weight("b", (c,), 2)]
+    model = single_node_model("Conv", x_shape, weights, group=c, **attrs)
+    compiled = polyc.compile(model)
+    assert any("interior split from" in d for d in compiled.schedule.decisions)
+    inputs = random_inputs(model, 0)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=ATOL)
+
+
+def test_depthwise_map_sums_in_the_reduce_order(monkeypatch):
+    """Without fast-math the Map gives the Reduce's sums bit for bit (same order)."""
+    from polyc.frontend.ops import conv
+
+    model = single_node_model("Conv", (1, 3, 21, 19), [weight("w", (3, 1, 3, 3), 1),
+                                                         weight("b", (3,), 2)],
+                              group=3, pads=[1, 1, 1, 1])
+    inputs = random_inputs(model, 4)
+    as_map = polyc.compile(model, fast_math=False).run(inputs)["y"]
+    monkeypatch.setattr(conv, "UNROLLED_KERNEL", 0)
+    as_reduce = polyc.compile(model, fast_math=False).run(inputs)["y"]
+    np.testing.assert_array_equal(as_map, as_reduce)
 
 
 # -- ConvTranspose --------------------------------------------------------------------
@@ -237,14 +296,30 @@ def test_pool_options(case, options):
     assert_matches(single_node_model(op, x_shape, opset=opset, **attrs), **options)
 
 
-def test_pool_is_one_reduce_per_spatial_dim():
+def test_pool_is_one_map_per_spatial_dim():
+    """Pooling is separable: one Map per spatial dim (the last first), its window's
+    elements combined in its body; only the offsets that may leave X are bounded."""
     op, x_shape, attrs, opset = POOL_CASES["max_stride2_asymmetric_pads"]
     graph = import_model(single_node_model(op, x_shape, opset=opset, **attrs))
-    reduces = [op for op in graph.ops if isinstance(op, Reduce)]
-    assert [r.extents for r in reduces] == [(2, 3, 7, 3, 3), (2, 3, 4, 3, 3)]
-    width, height = (r.expr for r in reduces)  # the last dim first
-    assert not width.bounded  # its pads [0, 1] are never read with stride 2
-    assert height.outside == "fill" and height.fill == float("-inf")
+    maps = [op for op in graph.ops if isinstance(op, Map)]
+    assert [m.shape for m in maps] == [(2, 3, 7, 3), (2, 3, 4, 3)]
+    assert not any(isinstance(op, Reduce) for op in graph.ops)
+    width, height = ([r for r in _reads(m.expr)] for m in maps)  # the last dim first
+    assert len(width) == len(height) == 3
+    assert not any(r.bounded for r in width)  # its pads [0, 1] are never read with stride 2
+    # pads 1 and 2 on 7 rows, stride 2: offset -1 reads the top pad, offset 1 of the
+    # last window (row 7) the bottom one
+    assert [r.outside for r in height] == ["fill", "error", "fill"]
+    assert height[0].fill == float("-inf")
+
+
+def test_wide_pool_window_stays_a_reduce():
+    """Past 16 elements along a dim the window is a reduction loop."""
+    model = single_node_model("MaxPool", (1, 2, 5, 40), opset=12, kernel_shape=[1, 20],
+                              pads=[0, 3, 0, 3])
+    reduces = [op for op in import_model(model).ops if isinstance(op, Reduce)]
+    assert [r.extents for r in reduces] == [(1, 2, 5, 27, 20)]
+    assert_matches(model)
 
 
 # -- normalizations -------------------------------------------------------------------

@@ -264,13 +264,46 @@ class _LoopEmitter:
         return self.entry_builder.alloca(typ, name=name)
 
     def for_(self, node: isl.AstNode) -> None:
-        lanes = vector.lanes(node, self._offsets) if self.vector else None
+        if self.vector:
+            lanes = vector.lanes(node, self._offsets)
+        else:
+            lanes = vector.loop_lanes(node, self._offsets, self._arrays)
         if lanes is not None and _lane_by_lane(self.program.instance(lanes.user)):
             lanes = None
-        if lanes is not None:
+        if lanes is not None and self.vector:
             self.vector_user(lanes)
             return
+        if lanes is not None:
+            self.vector_loop(lanes)
+            return
         self.loop(node, self.int_value(node.for_get_init()))
+
+    def vector_loop(self, lanes: vector.Lanes) -> None:
+        """The whole loop ``init..bound``, :data:`vector.LANES` iterations at a time, the
+        last ones (fewer than LANES) masked."""
+        b = self.builder
+        slot = self._iterator_slot(lanes.iterator)
+        b.store(self.int_value(lanes.init), slot)
+        bound = self.int_value(lanes.bound)
+        header = self.fn.append_basic_block(f"{slot.name}.vheader")
+        body = self.fn.append_basic_block(f"{slot.name}.vbody")
+        rest = self.fn.append_basic_block(f"{slot.name}.vrest")
+        b.branch(header)
+        b.position_at_end(header)
+        last_lane = b.add(b.load(slot, typ=I64), ir.Constant(I64, vector.LANES - 1))
+        b.cbranch(b.icmp_signed("<=", last_lane, bound), body, rest)
+        b.position_at_end(body)
+        self._vector_body(lanes, None)
+        b.store(b.add(b.load(slot, typ=I64), ir.Constant(I64, vector.LANES)), slot)
+        b.branch(header)
+        b.position_at_end(rest)
+        start = b.load(slot, typ=I64)
+        with b.if_then(b.icmp_signed("<=", start, bound)):
+            self._vector_body(lanes, vector.lane_mask(b, start, bound))
+
+    def _arrays(self, user: isl.AstNode) -> list[str]:
+        statement = self.program.instance(user).statement
+        return [statement.write.array, *(r.array for r in statement.reads)]
 
     def loop(self, node: isl.AstNode, init: ir.Value, last: ir.Value | None = None) -> None:
         """The ``for`` node from ``init``; up to ``last`` (inclusive) instead of its own

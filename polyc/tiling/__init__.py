@@ -21,6 +21,7 @@ from polyc.islutil import statement_names, union_sets
 from polyc.scheduler.base import ScheduleResult
 from polyc.scop.dependences import compute_dependences
 from polyc.scop.model import Scop
+from polyc.tiling.borders import split_borders
 from polyc.tiling.cache import host_caches
 from polyc.tiling.contraction import Contraction, match_contraction
 from polyc.tiling.epilogue import Attached, attachable
@@ -57,6 +58,8 @@ def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
     if contractions:
         scop, schedule, recipe_notes = _apply_recipe(scop, schedule, contractions, attached)
         notes = recipe_notes + notes
+    schedule, border_notes = split_borders(scop, schedule)
+    notes += border_notes
     notes = notes or ["no permutable band of two or more loops"]
     return scop, dataclasses.replace(result, schedule=schedule, decisions=result.decisions
                                      + tuple(f"tiling: {n}" for n in notes))

@@ -23,12 +23,16 @@ scheduler, 2.7 ms im2col + product).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 from polyc.frontend.core import Call, Const, Ix, Read, identity_index
 from polyc.frontend.ops.indexing import size
 from polyc.frontend.ops.registry import onnx_op
 from polyc.frontend.ops.window import AUTO_PADS, Window, padded_read, spatial_attribute, window
+
+# Depthwise kernels of at most this many positions (7x7) are summed in one statement.
+UNROLLED_KERNEL = 49
 
 
 @onnx_op("Conv", 1, 11, 22)
@@ -151,10 +155,14 @@ def _product(ctx, col, weights, B, groups: int, out: tuple[int, ...]):
 
 def _depthwise(ctx, src, weights, B, win: Window, *, bounded: bool = False):
     """One input channel per output channel (G = C = M): im2col would copy every input
-    element K times for a product without reuse, so a direct Reduce over (n, c, o.., k..):
+    element K times for a product without reuse. With at most :data:`UNROLLED_KERNEL`
+    kernel positions (and no zero insertion) the sum over them is written out: one
+    elementwise Map (:func:`_depthwise_map`); else a direct Reduce over (n, c, o.., k..):
     ``Y[n, c, o..] = B[c] + sum_k Xp[n, c, o*s + k*d ..] * weights[c, k..]``, where ``Xp``
     is ``src`` padded with zeros (a Map, unless every window stays inside ``src``); with
     ``bounded``, ``src`` read with a bounded read instead."""
+    if not bounded and size(win.kernel) <= UNROLLED_KERNEL:
+        return _depthwise_map(ctx, src, weights, B, win)
     r = win.rank
     n_size, c_size = src.shape[:2]
     o_var, k_var = 2, 2 + r
@@ -173,6 +181,26 @@ def _depthwise(ctx, src, weights, B, win: Window, *, bounded: bool = False):
                       extents=(n_size, c_size) + win.out + win.kernel,
                       out_index=identity_index(2 + r), combiner="add",
                       expr=Call("mul", (x, w)), label="depthwise_conv")
+
+
+def _depthwise_map(ctx, src, weights, B, win: Window):
+    """``Y[n, c, o..] = B[c] + X[n, c, o*s + k0*d - begin ..] * weights[c, k0..] + ..`` over
+    the kernel positions ``k0, k1, ..`` in row-major order (the Reduce's order, so sums
+    are the same bit for bit), reads outside X giving 0: one Map, whose statement keeps
+    its window in registers and writes each output once. Its bounded reads are
+    unguarded in the interior (:mod:`polyc.tiling.borders`): no padded copy of X."""
+    n_size, c_size = src.shape[:2]
+    total = Const(0.0) if B is None else Read(B.name, (Ix.var(1),))
+    for position in itertools.product(*(range(k) for k in win.kernel)):
+        index = tuple(Ix(((2 + d, win.strides[d]),), k * win.dilations[d] - win.begin[d])
+                      for d, k in enumerate(position))
+        inside = all(0 <= k * win.dilations[d] - win.begin[d] and
+                     (win.out[d] - 1) * win.strides[d] + k * win.dilations[d] - win.begin[d]
+                     < src.shape[2 + d] for d, k in enumerate(position))
+        x = Read(src.name, identity_index(2) + index, *(() if inside else ("fill", 0.0)))
+        w = Read(weights.name, (Ix.var(1),) + tuple(Ix.constant(k) for k in position))
+        total = Call("add", (total, Call("mul", (x, w))))
+    return ctx.map((n_size, c_size) + win.out, total, label="depthwise_conv")
 
 
 def _zero_inserted(ctx, X, strides: tuple[int, ...]):

@@ -18,6 +18,8 @@ from polyc.frontend.ops.registry import onnx_op
 from polyc.frontend.ops.window import Window, window
 
 NEG_INF = float("-inf")
+# Windows of at most this many elements along a dim are combined in one statement.
+UNROLLED_WINDOW = 16
 
 
 @onnx_op("MaxPool", 1, 8, 10, 11, 12, 22)
@@ -159,21 +161,42 @@ def _pool(ctx, X, win: Window, combiner: str, fill: float, label: str, first=Non
         if trivial:
             continue
         shape = current.shape[:axis] + (win.out[d],) + current.shape[axis + 1:]
+        mapped = first if first is not None and current is X else (lambda read: read)
+        if win.kernel[d] <= UNROLLED_WINDOW:
+            current = _pool_map(ctx, current, win, d, combiner, fill, label, mapped)
+            continue
         index = list(identity_index(len(shape)))
         index[axis] = Ix(((axis, win.strides[d]), (len(shape), win.dilations[d])),
                          -win.begin[d])
         bounded = not win.fits(d, current.shape[axis])
         read = Read(current.name, tuple(index), "fill" if bounded else "error", fill)
-        if first is not None and current is X:
-            read = first(read)
         current = ctx.reduce(out_shape=shape, init=Const(COMBINERS[combiner]),
                              extents=shape + (win.kernel[d],),
                              out_index=identity_index(len(shape)), combiner=combiner,
-                             expr=read, label=label)
+                             expr=mapped(read), label=label)
     if first is not None and current is X:
         current = ctx.map(X.shape, first(Read(X.name, identity_index(len(X.shape)))),
                           label=label)
     return current
+
+
+def _pool_map(ctx, src, win: Window, d: int, combiner: str, fill: float, label: str, mapped):
+    """``src`` pooled along spatial dim ``d`` by one Map: ``combine(.. combine(init,
+    mapped(src[.., o*s - begin, ..])) .., mapped(src[.., o*s + (K-1)*dil - begin, ..]))``,
+    in the Reduce's order (same results bit for bit); only the kernel offsets whose
+    reads may leave ``src`` are bounded reads (``fill`` outside)."""
+    axis = 2 + d
+    size = src.shape[axis]
+    shape = src.shape[:axis] + (win.out[d],) + src.shape[axis + 1:]
+    total = Const(COMBINERS[combiner])
+    for k in range(win.kernel[d]):
+        offset = k * win.dilations[d] - win.begin[d]
+        index = list(identity_index(len(shape)))
+        index[axis] = Ix(((axis, win.strides[d]),), offset)
+        inside = 0 <= offset and (win.out[d] - 1) * win.strides[d] + offset < size
+        read = Read(src.name, tuple(index), *(() if inside else ("fill", fill)))
+        total = Call(combiner, (total, mapped(read)))
+    return ctx.map(shape, total, label=label)
 
 
 def _window_counts(win: Window, d: int, lo: int, hi: int) -> list[int]:

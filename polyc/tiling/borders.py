@@ -1,0 +1,151 @@
+"""Border splitting: the loops of a bounded read's interior run without guards.
+
+A bounded read (padding, a halo, ``core.Read.outside``) has a guard, the instances
+whose element lies inside the array, and an address clamped into the array. Code for
+an instance tests the guard and loads through the clamp, element by element: LLVM
+vectorizes neither (a pad copy ran at 2 elements per ns, a 3x3 depthwise conv's loop
+at a third of its speed without borders).
+
+Here an outermost band whose statements have bounded reads is split in two, as a
+sequence of two filters over copies of its subtree::
+
+    band B  (domain D)     ->   sequence
+                                  filter: interior (every bounded read inside)  band B
+                                  filter: border   (the rest of D)              band B
+
+In the interior isl's AST build knows each guard holds and each clamp is the identity:
+the loads are plain affine ones. The border keeps the guards. The split only reorders
+instances of the band, so it is done only when no dependence joins two of them (the
+elementwise statements that have bounded reads: pad copies, im2col, pooling and
+depthwise windows); the legality checker checks the result like every other schedule.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from polyc.codegen.vector import MARK as VECTOR_MARK
+from polyc.codegen.vector import REGISTER_TILE
+from polyc.islutil import statement_names, union_of
+from polyc.scop.model import Scop
+
+MIN_INTERIOR = 0.25  # split when at least this share of the instances is interior
+MAX_CELLS = 16  # border parts with constant guards, at most
+
+
+def split_borders(scop: Scop, schedule: isl.Schedule) -> tuple[isl.Schedule, list[str]]:
+    """``schedule`` with the interior of every eligible outermost band split from its
+    border, and a note per split."""
+    notes: list[str] = []
+    failures: list[BaseException] = []
+
+    def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
+        try:
+            return _split(scop, node, notes)
+        except BaseException as err:  # isl swallows callback exceptions: keep them
+            failures.append(err)
+            return node
+
+    result = schedule.map_schedule_node_bottom_up(visit)
+    if failures:
+        raise failures[0]
+    return result, notes
+
+
+def _split(scop: Scop, node: isl.ScheduleNode, notes: list[str]) -> isl.ScheduleNode:
+    if node.get_type() != isl.schedule_node_type.band or _below_band(node):
+        return node
+    names = sorted(statement_names(node.get_domain()))
+    statements = [scop.statement(n) for n in names]
+    if not any(r.guard is not None for s in statements for r in s.reads) or _marked(node):
+        return node
+    domain = node.get_domain()
+    interior = union_of(scop.ctx, (_interior(s) for s in statements))
+    interior = interior.intersect(domain)
+    border = domain.subtract(interior)
+    if interior.is_empty() or border.is_empty() or _share(interior, domain) < MIN_INTERIOR:
+        return node
+    deps = scop.dependences.all.intersect_domain(domain).intersect_range(domain)
+    if not deps.is_empty():
+        return node
+    cells = _cells(border, statements)
+    filters = isl.UnionSetList.alloc(scop.ctx, 1 + len(cells)).add(interior)
+    for cell in cells:
+        filters = filters.add(cell)
+    notes.append(f"{', '.join(names)}: interior split from {len(cells)} border "
+                 f"part{'s' if len(cells) > 1 else ''} (bounded reads unguarded inside)")
+    return node.insert_sequence(filters)
+
+
+def _cells(border: isl.UnionSet, statements) -> list[isl.UnionSet]:
+    """The border cut where each guard holds or not (a 3x3 window's border: four
+    edges and four corners), so that every guard is constant in a cell and its loops
+    run plain; the whole border when that makes more than :data:`MAX_CELLS` cells."""
+    guards: list[isl.Set] = []
+    for statement in statements:
+        for read in statement.reads:
+            if read.guard is not None and not any(read.guard.is_equal(g) for g in guards):
+                guards.append(read.guard)
+    cells = [border]
+    for guard in guards:
+        inside = isl.UnionSet.from_set(guard)
+        split = []
+        for cell in cells:
+            split += [part for part in (cell.intersect(inside), cell.subtract(inside))
+                      if not part.is_empty()]
+        if len(split) > MAX_CELLS:
+            return [border]
+        cells = split
+    return [cell.coalesce() for cell in cells]
+
+
+def _interior(statement) -> isl.Set:
+    """The instances of ``statement`` whose bounded reads all stay inside."""
+    inside = statement.domain
+    for read in statement.reads:
+        if read.guard is not None:
+            inside = inside.intersect(read.guard)
+    return inside
+
+
+def _below_band(node: isl.ScheduleNode) -> bool:
+    """Whether a band is an ancestor of ``node`` (only outermost bands split)."""
+    while node.has_parent():
+        node = node.parent()
+        if node.get_type() == isl.schedule_node_type.band:
+            return True
+    return False
+
+
+def _marked(node: isl.ScheduleNode) -> bool:
+    """Whether a vector or register-tile mark lies below ``node`` (a contraction's
+    recipe: left as it is)."""
+    found = []
+
+    def visit(child: isl.ScheduleNode) -> bool:
+        if (child.get_type() == isl.schedule_node_type.mark
+                and child.mark_get_id().get_name() in (VECTOR_MARK, REGISTER_TILE)):
+            found.append(child)
+        return not found
+
+    node.foreach_descendant_top_down(visit)
+    return bool(found)
+
+
+def _share(part: isl.UnionSet, whole: isl.UnionSet) -> float:
+    """``|part| / |whole|``, estimated on bounding boxes (exact for boxes)."""
+    return _size(part) / max(_size(whole), 1)
+
+
+def _size(instances: isl.UnionSet) -> int:
+    total = 0
+    for k in range(instances.n_set()):
+        piece = instances.get_set_list().get_at(k)
+        size = 1
+        for d in range(piece.dim(isl.dim_type.set)):
+            low, high = piece.dim_min_val(d), piece.dim_max_val(d)
+            if not (low.is_int() and high.is_int()):
+                return 0
+            size *= high.to_python() - low.to_python() + 1
+        total += size
+    return total
