@@ -155,6 +155,7 @@ def test_onnxruntime_names_map_to_onnx_nodes():
     assert _onnx_node("fused gemm", "FusedGemm", by_name, producer) == "gemm"
     # a Conv with its Relu fused in, renamed after the Relu's output by the NCHWc pass
     assert _onnx_node("r_nchwc", "Conv", by_name, producer) == "conv"
+    assert _onnx_node("gemm/MatMulAddFusion", "Gemm", by_name, producer) == "gemm"
     assert _onnx_node("ReorderOutput", "ReorderOutput", by_name, producer) == "ReorderOutput"
 
 

@@ -261,6 +261,9 @@ def _onnx_node(name: str, op: str | None, nodes: Mapping, producer: Mapping) -> 
     for prefix in ORT_PREFIXES:
         stem = stem.removeprefix(prefix)
     node = nodes.get(stem) or producer.get(stem)
+    while node is None and "/" in stem:  # a fusion named under its node: "/l/MatMul/..Fusion"
+        stem = stem.rsplit("/", 1)[0]
+        node = nodes.get(stem)
     if node is None:
         return name
     found = node
