@@ -2,8 +2,10 @@
 
 Index arithmetic is i64. ``fdiv_q`` is floor division (rounds towards -inf), not
 ``sdiv``; ``pdiv_q``/``pdiv_r`` have a non-negative dividend, so ``sdiv``/``srem`` do.
-Float arithmetic carries the ``reassoc`` and ``contract`` fast-math flags (FMA and
-vectorised reductions), and nothing that changes results on NaN or infinity. exp, log,
+Float arithmetic carries the ``reassoc``, ``contract`` and ``arcp`` fast-math flags (FMA,
+vectorised reductions, a division by a loop-invariant value as a multiplication by its
+reciprocal), max/min ``nsz`` (either zero for max(-0, +0)), and nothing that changes
+results on NaN or infinity. exp, log,
 tanh and sigmoid are :mod:`polyc.codegen.vecmath`'s polynomial builders, not libm calls,
 so loops using them vectorize. Comparisons give ``i1``; functions on other types are
 in :mod:`polyc.codegen.scalars`.
@@ -21,7 +23,7 @@ from polyc.frontend.core import TRIGONOMETRIC
 I1 = ir.IntType(1)
 I64 = ir.IntType(64)
 F32 = ir.FloatType()
-FAST = ("reassoc", "contract")
+FAST = ("reassoc", "contract", "arcp")  # arcp: x / y may be x * (1 / y)
 
 op = isl.ast_expr_op_type
 
@@ -91,15 +93,22 @@ def _flagged(instr):
     return instr
 
 
-def _call_intrinsic(name: str):
+def _call_intrinsic(name: str, fastmath: tuple[str, ...] = ()):
     def emit(b: ir.IRBuilder, *args):
-        return b.call(intrinsic(b.module, name, args[0].type, len(args)), args)
+        return b.call(intrinsic(b.module, name, args[0].type, len(args)), args,
+                      fastmath=fastmath)
     return emit
+
+
+# max/min keep NaN but may give either zero for max(-0, +0): ``nsz`` lets x86 use one
+# vmaxps and a NaN test instead of a 6-instruction sequence (relu epilogues, softmax's
+# row max took a third of its time). Dropped with the other flags without fast-math.
+SIGNED_ZEROS = ("nsz",)
 
 
 def _relu(b: ir.IRBuilder, x):
     """max(x, 0) with NaN kept (numpy.maximum, onnxruntime)."""
-    return _call_intrinsic("llvm.maximum")(b, x, fconst(x.type, 0.0))
+    return _call_intrinsic("llvm.maximum", SIGNED_ZEROS)(b, x, fconst(x.type, 0.0))
 
 
 def _compare(pred: str):
@@ -118,15 +127,15 @@ FLOAT_FUNCTIONS = {
     "add": lambda b, x, y: _flagged(b.fadd(x, y)),
     "sub": lambda b, x, y: _flagged(b.fsub(x, y)),
     "mul": lambda b, x, y: _flagged(b.fmul(x, y)),
-    "div": lambda b, x, y: b.fdiv(x, y),
+    "div": lambda b, x, y: _flagged(b.fdiv(x, y)),
     "neg": lambda b, x: b.fneg(x),
     "abs": _call_intrinsic("llvm.fabs"),
     "exp": vecmath.exp,
     "log": vecmath.log,
     "sqrt": _call_intrinsic("llvm.sqrt"),
     "tanh": vecmath.tanh,
-    "max": _call_intrinsic("llvm.maximum"),  # NaN-propagating, like numpy.maximum
-    "min": _call_intrinsic("llvm.minimum"),
+    "max": _call_intrinsic("llvm.maximum", SIGNED_ZEROS),  # NaN-propagating (numpy.maximum)
+    "min": _call_intrinsic("llvm.minimum", SIGNED_ZEROS),
     "sigmoid": vecmath.sigmoid,
     "relu": _relu,
     "erf": vecmath.erf,

@@ -61,6 +61,8 @@ def _drop_fast_math(module: ir.Module) -> None:
                 flags = getattr(instr, "flags", None)
                 if flags:
                     flags[:] = [f for f in flags if f not in FAST]
+                if getattr(instr, "fastmath", None):
+                    instr.fastmath = type(instr.fastmath)(())
 
 
 def _constants(module: ir.Module, scop: Scop, plan: BufferPlan) -> list[ir.GlobalVariable]:
