@@ -94,22 +94,82 @@ def test_conv_weights_from_graph_inputs():
     assert_matches(model, seed=3)
 
 
-def test_conv_is_im2col_and_one_packed_product():
-    """im2col Map, then a Reduce with one reduction loop the contraction tiler takes
-    (with at least 6 output channels and 64 output positions: a full register tile)."""
-    model = single_node_model("Conv", (1, 3, 10, 10), [weight("w", (8, 3, 3, 3), 1)],
-                              pads=[1, 0, 2, 1])
+def test_strided_conv_is_im2col_and_one_packed_product():
+    """A strided conv: im2col Map, then a Reduce with one reduction loop the contraction
+    tiler takes (with at least 6 output channels and 64 output positions: a full
+    register tile)."""
+    model = single_node_model("Conv", (1, 3, 20, 20), [weight("w", (8, 3, 3, 3), 1)],
+                              pads=[1, 0, 2, 1], strides=[2, 2])
     ops = [op for op in import_model(model).ops if not hasattr(op, "src")]  # no Views
     assert [type(op) for op in ops] == [Map, Reduce, Map]  # im2col, product, output copy
     im2col, product = ops[0], ops[1]
-    assert im2col.shape == (1, 3, 3, 3, 11, 9) and im2col.expr.outside == "fill"
-    assert product.extents == (1, 1, 8, 99, 27)  # n, g, m, output positions, (c, kh, kw)
+    assert im2col.shape == (1, 3, 3, 3, 11, 10) and im2col.expr.outside == "fill"
+    assert product.extents == (1, 1, 8, 110, 27)  # n, g, m, output positions, (c, kh, kw)
     compiled = polyc.compile(model)
     np.testing.assert_allclose(compiled.run(random_inputs(model, 0))["y"],
                                run_onnxruntime(model, random_inputs(model, 0))["y"],
                                rtol=RTOL, atol=ATOL)
     assert any(d.startswith("tiling: contraction") and "_conv_update" in d
                for d in compiled.schedule.decisions)
+
+
+def test_stride1_conv_is_direct():
+    """A stride-1 conv: a padded copy of X, one Reduce over (n, m, p, c, kh, kw) whose
+    read of the copy is affine and stride 1 along the pixels p of a padded-width grid,
+    and a crop; the tiler runs the three reductions in a register tile, no im2col."""
+    model = single_node_model("Conv", (1, 3, 10, 10), [weight("w", (8, 3, 3, 3), 1)],
+                              pads=[1, 0, 2, 1])
+    ops = [op for op in import_model(model).ops if not hasattr(op, "src")]  # no Views
+    assert [type(op) for op in ops] == [Map, Reduce, Map]  # pad, product, crop
+    pad, product, crop = ops
+    assert pad.shape == (1, 3, 14, 11)  # 11 output rows + 2 + 1 spare, 9 columns + 2
+    assert product.extents == (1, 8, 11 * 11, 3, 3, 3)
+    assert crop.shape == (1, 8, 11, 9)
+    compiled = polyc.compile(model)
+    inputs = random_inputs(model, 0)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=ATOL)
+    assert any(d.startswith("tiling: contraction") and "read in place" in d
+               for d in compiled.schedule.decisions)
+    assert "im2col" not in str(compiled.compilation.scop)
+
+
+DIRECT_CASES = {  # output channels for full register tiles (8 rows), pixels past 64
+    "pads_bias_relu": ((2, 16, 17, 19), (16, 16, 3, 3), {"pads": [1, 1, 1, 1]}, True),
+    "asymmetric_dilation2": ((1, 5, 21, 23), (24, 5, 3, 3),
+                             {"pads": [2, 0, 1, 3], "dilations": [2, 2]}, False),
+    "5x5_valid": ((1, 8, 20, 22), (16, 8, 5, 5), {}, True),
+    "3x1_same_upper": ((1, 4, 15, 33), (8, 4, 3, 1), {"auto_pad": "SAME_UPPER"}, True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DIRECT_CASES))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_direct_conv_matches_onnxruntime(case, threads):
+    x_shape, w_shape, attrs, bias = DIRECT_CASES[case]
+    weights = [weight("w", w_shape, 1)] + ([weight("b", (w_shape[0],), 2)] if bias else [])
+    conv = helper.make_node("Conv", ["x"] + [n for n, _ in weights], ["c"], **attrs)
+    relu = helper.make_node("Relu", ["c"], ["y"])
+    model = make_model([conv, relu], [("x", x_shape)], ["y"], initializers=weights)
+    compiled = polyc.compile(model, threads=threads)
+    assert any("read in place" in d for d in compiled.schedule.decisions)
+    inputs = random_inputs(model, 0)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=ATOL)
+
+
+def test_direct_conv_sums_in_im2cols_order(monkeypatch):
+    """Without fast-math the direct conv gives im2col's sums bit for bit."""
+    from polyc.frontend.ops import conv
+
+    model = single_node_model("Conv", (1, 8, 13, 21), [weight("w", (16, 8, 3, 3), 1),
+                                                         weight("b", (16,), 2)],
+                              pads=[1, 1, 1, 1])
+    inputs = random_inputs(model, 5)
+    direct = polyc.compile(model, fast_math=False).run(inputs)["y"]
+    monkeypatch.setattr(conv, "_direct_fits", lambda *args: False)
+    im2col = polyc.compile(model, fast_math=False).run(inputs)["y"]
+    np.testing.assert_array_equal(direct, im2col)
 
 
 def test_depthwise_conv_is_one_map_with_its_window_summed():

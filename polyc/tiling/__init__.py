@@ -73,7 +73,7 @@ def _contractions(scop: Scop, schedule: isl.Schedule, blockings: Lookup
     def visit(node: isl.ScheduleNode) -> bool:
         if node.get_type() == isl.schedule_node_type.band:
             c = match_contraction(scop, node)
-            if c is not None and packable(scop, c):
+            if c is not None and (c.inner or packable(scop, c)):
                 block = blockings({c.statement.name}) or choose_blocking(c, host_caches())
                 if c.size("i") >= block.mr and c.size("j") >= block.nr:
                     found.append((c, block))
@@ -116,9 +116,8 @@ def _apply_recipe(scop: Scop, schedule: isl.Schedule,
     for name, (packed, block) in packs.items():
         full.update(full_tiles(packed.contraction, block, attached[name]))
     schedule = isolate_full_tiles(schedule, full)
-    notes = [f"contraction {name}: {packed.source} packed into {packed.array} "
-             f"{_packed_by(packed)}, {block}{_attached_note(attached[name])}"
-             for name, (packed, block) in packs.items()]
+    notes = [f"contraction {name}: {_packed_by(packed)}, {block}"
+             f"{_attached_note(attached[name])}" for name, (packed, block) in packs.items()]
     return scop, schedule, notes
 
 
@@ -149,7 +148,11 @@ def _neighbours(schedule: isl.Schedule, c: Contraction, candidates: list[Attache
 
 
 def _packed_by(packed) -> str:
-    return f"by {packed.copy.name}" if packed.copy else "at compile time"
+    if packed.contraction.inner:
+        return f"{packed.source} read in place (reductions in the tile: " \
+            f"{len(packed.contraction.reductions)} loops)"
+    by = f"by {packed.copy.name}" if packed.copy else "at compile time"
+    return f"{packed.source} packed into {packed.array} {by}"
 
 
 def _attached_note(attached: list[Attached]) -> str:

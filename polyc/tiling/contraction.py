@@ -6,7 +6,10 @@ body is ``acc + x * y`` (times constants) with ``acc`` reading exactly what the
 statement writes.
 The loops then take roles, from the access strides:
 
-- ``k``: the one loop the write does not use (the reduction);
+- ``k``: the one loop the write does not use (the reduction); or several (a direct
+  convolution's ``c, kh, kw``), when ``b`` is read with stride 1 along ``j`` as it is:
+  ``k`` the first, the others ``inner``, all inside the register tile in their order,
+  and ``b`` is not packed (packing it would copy it once per kernel offset: im2col);
 - ``j``: the loop along which the write is stride-1 (the vector loop); one operand, the
   one that gets packed (``b``), must use it, and the other (``a``) must not;
 - ``i``: the loop with the smallest write stride after ``j`` that ``a`` uses and ``b``
@@ -42,8 +45,21 @@ class Contraction:
     k: int
     batch: tuple[int, ...]
     a: int  # index in statement.reads of the operand without j
-    b: int  # ... of the operand with j (packed)
+    b: int  # ... of the operand with j (packed, unless there are inner reductions)
     extents: tuple[int | str, ...]  # per domain dimension, from 0; str: a parameter
+    inner: tuple[int, ...] = ()  # further reduction dims, inside k, in domain order
+
+    @property
+    def reductions(self) -> tuple[int, ...]:
+        return (self.k,) + self.inner
+
+    @property
+    def inner_size(self) -> int:
+        """Instances of the inner reductions per ``k`` step (1 without them)."""
+        size = 1
+        for d in self.inner:
+            size *= self.extents[d] if isinstance(self.extents[d], int) else BLOCKING_NOMINAL
+        return size
 
     def extent(self, role: str) -> int | str:
         return self.extents[getattr(self, role)]
@@ -64,7 +80,7 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
         return None  # the register tile and packing are float32 code
     operands = _operands(statement)
     extents = _box_extents(scop, statement.domain)
-    if operands is None or extents is None or not _unit_rows(scop, band, statement):
+    if operands is None or extents is None:
         return None
     x, y = operands
     if statement.reads[x].address is not None or statement.reads[y].address is not None:
@@ -73,7 +89,22 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
                (statement.write, statement.reads[x], statement.reads[y])]
     if any(s is None for s in strides):
         return None
-    return _roles(statement, extents, moving_dims(statement.domain, scop), *strides, x, y)
+    c = _roles(statement, extents, moving_dims(statement.domain, scop), *strides, x, y)
+    if c is None:
+        return None
+    if c.inner:  # the recipe replaces this band and the ones below it (Pluto skews
+        return c if _outermost(band) else None  # a serial multi-loop reduction)
+    return c if _unit_rows(scop, band, statement) else None
+
+
+def _outermost(band: isl.ScheduleNode) -> bool:
+    """No band above ``band`` (the first of the statement's chain of bands)."""
+    node = band
+    while node.has_parent():
+        node = node.parent()
+        if node.get_type() == isl.schedule_node_type.band:
+            return False
+    return True
 
 
 def _operands(statement: Statement) -> tuple[int, int] | None:
@@ -158,16 +189,18 @@ def _roles(statement, extents, dims, write, x, y, read_x: int, read_y: int
     """Roles among the loops ``dims`` of more than one iteration; a loop of one
     iteration (whose strides isl may have simplified to 0) is a batch loop."""
     reduction = [d for d in dims if write[d] == 0]
-    if len(reduction) != 1 or not (x[reduction[0]] and y[reduction[0]]):
+    if not reduction or not all(x[d] and y[d] for d in reduction):
         return None
     k = reduction[0]
     j = next((d for d in dims if write[d] == 1), None)
     if j is None or bool(x[j]) == bool(y[j]):
         return None
     (a, b), (sa, sb) = ((read_y, read_x), (y, x)) if x[j] else ((read_x, read_y), (x, y))
+    if len(reduction) > 1 and sb[j] != 1:
+        return None  # several reductions: b is read as it is, a vector along j
     rows = sorted((abs(write[d]), d) for d in dims if d not in (j, k) and sa[d] and not sb[d])
     if not rows:
         return None
     i = rows[0][1]
-    batch = tuple(d for d in range(len(extents)) if d not in (i, j, k))
-    return Contraction(statement, i, j, k, batch, a, b, tuple(extents))
+    batch = tuple(d for d in range(len(extents)) if d not in (i, j, *reduction))
+    return Contraction(statement, i, j, k, batch, a, b, tuple(extents), tuple(reduction[1:]))

@@ -70,7 +70,9 @@ def _to_contraction(c: Contraction, access: isl.Map, domain: isl.Set) -> isl.Mul
     """``access`` (an instance -> an element of C) composed with the inverse of S's
     write, at ``k = 0``, when that is one affine function on all of ``domain``."""
     s = c.statement
-    first_k = s.domain.fix_val(isl.dim_type.set, c.k, isl.Val.zero(s.domain.get_ctx()))
+    first_k = s.domain
+    for d in c.reductions:
+        first_k = first_k.fix_val(isl.dim_type.set, d, isl.Val.zero(s.domain.get_ctx()))
     relation = access.intersect_domain(domain).apply_range(
         s.write.relation.intersect_domain(first_k).reverse())
     if not relation.is_single_valued() or not relation.domain().is_equal(domain):

@@ -93,8 +93,13 @@ def _times(scop: Scop, statement: Statement) -> isl.Set:
 
 
 def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
-    """``scop`` with ``S``'s operand ``b`` packed into panels of width ``nr``."""
+    """``scop`` with ``S``'s operand ``b`` packed into panels of width ``nr``; as it
+    is for a contraction with inner reductions (read in place, see
+    :mod:`polyc.tiling.contraction`)."""
     c, ctx = contraction, scop.ctx
+    if c.inner:
+        operand = c.statement.reads[c.b].array
+        return scop, Packed(c, None, operand, nr, operand, None)
     statement = c.statement
     operand = statement.reads[c.b]
     name = _fresh(scop, f"{operand.array}_packed")

@@ -46,6 +46,8 @@ def Conv(ctx, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
     if groups == X.shape[1] == W.shape[0]:
         weights = ctx.view(W, (groups,) + W.shape[2:], label="conv_weights")
         return _depthwise(ctx, X, weights, B, win)
+    if _direct_fits(groups, win):
+        return _direct(ctx, X, W, B, win)
     col = _im2col(ctx, X, win)
     weights = ctx.view(W, (W.shape[0], size(W.shape[1:])), label="conv_weights")
     return _product(ctx, col, weights, B, groups, win.out)
@@ -119,6 +121,52 @@ def _check_shapes(ctx, X, W, B, group: int, kernel_shape, *, transposed: bool) -
     if B is not None and B.shape != (m_size,):
         raise ctx.shape_error(f"B {list(B.shape)} must be [{m_size}] (one per output channel)")
     return group
+
+
+def _direct_fits(groups: int, win: Window) -> bool:
+    """A 2-D, ungrouped, stride-1 conv with a kernel larger than 1x1 (a contraction
+    over several reduction loops, :func:`_direct`)."""
+    return groups == 1 and win.rank == 2 and set(win.strides) == {1} and size(win.kernel) > 1
+
+
+def _direct(ctx, X, W, B, win: Window):
+    """A direct convolution over the padded input, rows of ``Wp`` = padded width:
+
+    - ``Xp[n, c, r, w] = X[n, c, r - begin_h, w - begin_w]`` (0 outside), of
+      ``OH + (KH-1)*dh + 1`` rows (one more than the windows reach: see below) and
+      ``Wp = OW + (KW-1)*dw`` columns;
+    - ``Y'[n, m, p] = B[m] + sum_{c, kh, kw} W[m, c, kh, kw] * Xp[n, c, kh*dh*Wp + kw*dw + p]``
+      over ``p < OH*Wp``, reading ``Xp`` flat per channel: output pixel ``(oh, ow)`` is
+      ``p = oh*Wp + ow``, and its window element ``(kh, kw)`` lies ``kh*dh*Wp + kw*dw``
+      further on. The ``Wp - OW`` columns past each row's end compute values nobody
+      reads (their windows run into the next row; the extra row keeps the last ones in
+      the array), and in exchange every read is affine and stride 1 along ``p``;
+    - ``Y[n, m, oh, ow] = Y'[n, m, oh*Wp + ow]`` (a Map, which activations join).
+
+    The product is a contraction with three reduction loops (c, kh, kw): the tiler
+    runs them inside a register tile of output channels x pixels, reading ``Xp`` as it
+    is (:mod:`polyc.tiling.contraction`): no im2col. The sum runs over ``(c, kh, kw)``
+    in row-major order after ``B``, as im2col's product did.
+    """
+    n_size, c_size = X.shape[:2]
+    m_size = W.shape[0]
+    (oh, ow), (kh, kw), (dh, dw) = win.out, win.kernel, win.dilations
+    rows, wp = oh + (kh - 1) * dh + 1, ow + (kw - 1) * dw
+    index = identity_index(2) + (Ix(((2, 1),), -win.begin[0]), Ix(((3, 1),), -win.begin[1]))
+    padded = ctx.map((n_size, c_size, rows, wp), Read(X.name, index, "fill", 0.0),
+                     label="conv_pad")
+    flat = ctx.view(padded, (n_size, c_size * rows * wp), label="conv_pad")
+    n, m, p, c, i, j = (Ix.var(k) for k in range(6))
+    x = Read(flat.name, (n, Ix(((3, rows * wp), (4, dh * wp), (5, dw), (2, 1)))))
+    w = Read(W.name, (m, c, i, j))
+    init = Const(0.0) if B is None else Read(B.name, (m,))
+    product = ctx.reduce(out_shape=(n_size, m_size, oh * wp), init=init,
+                         extents=(n_size, m_size, oh * wp, c_size, kh, kw),
+                         out_index=(n, m, p), combiner="add", expr=Call("mul", (w, x)),
+                         label="conv")
+    grid = ctx.view(product, (n_size, m_size, oh, wp), label="conv")
+    return ctx.map((n_size, m_size, oh, ow), Read(grid.name, identity_index(4)),
+                   label="conv_crop")
 
 
 def _im2col(ctx, src, win: Window, *, bounded: bool = False):
