@@ -115,8 +115,9 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
     # columns pixels: full row tiles first (3x3 conv 64ch at 56x56: 8x48 231 GFLOP/s,
     # 6x64 and 12x32, each a partial tile of 4 rows, 161-169)
     mr, nr = min(tiles, key=(lambda t: (m % t[0], columns(t))) if c.inner else
-                 (lambda t: (columns(t), m % t[0])))  # a k step of a direct convolution: a whole kernel window
-    kc = min(KC, -(-k // LANES) * LANES) if inner == 1 else min(k, max(KC // inner, 1))
+                 (lambda t: (columns(t), m % t[0])))
+    # with inner reductions a k step is a whole kernel window
+    kc = min(KC, -(-k // LANES) * LANES) if not c.inner else min(k, max(KC // inner, 1))
     steps = kc * inner
     nc = _fit(caches.l2 // 2 // (steps * FLOAT_BYTES), nr, n)
     mc = _fit(caches.l2 // 16 // (steps * FLOAT_BYTES), mr, m)
