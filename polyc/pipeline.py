@@ -3,8 +3,9 @@
     ONNX model -> frontend (core ops) -> SCoP -> producer inlining -> dependences
       -> fusion groups
       -> schedule -> legality check -> bind parameters -> tiling -> parallel marks
-      -> legality check (parallel loops included) -> isl AST
-      -> buffer plan -> LLVM IR -> native code (JIT in process, or an AOT shared library)
+      -> legality check (parallel loops included) -> writes in place -> isl AST
+      -> buffer plan (scratch shared by liveness) -> LLVM IR
+      -> native code (JIT in process, or an AOT shared library)
 
 A loop nest written in Python (:mod:`polyc.scop.nest`) enters at the SCoP:
 :func:`lower` and :func:`compile_scop` share :func:`lower_scop` from inlining on.
@@ -20,6 +21,7 @@ import numpy as np
 
 from polyc import __version__, config
 from polyc.codegen.ast import LoopProgram, build_ast
+from polyc.codegen.inplace import storage, write_in_place
 from polyc.codegen.layout import INITIAL, BufferPlan, constant_data, plan_buffers
 from polyc.codegen.llvm import ENTRY, emit_module
 from polyc.errors import PolycError
@@ -167,8 +169,9 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     scheduled = stages.run("parallel", parallelize, scop, scheduled, threads=options.threads)
     if options.check and (options.tile or options.threads != 1):
         stages.run("legality", check_legality, scop, scheduled.schedule)
-    program = stages.run("ast", build_ast, scop, scheduled.schedule)
-    plan = stages.run("buffers", plan_buffers, scop)
+    scop, in_place = stages.run("in place", write_in_place, scop, scheduled.schedule)
+    program = stages.run("ast", build_ast, scop, scheduled.schedule, storage(in_place))
+    plan = stages.run("buffers", plan_buffers, scop, program, in_place)
     llvm_ir = stages.run("llvm", emit_module, scop, program, plan, fast_math=options.fast_math,
                          threads=options.threads)
     config.log_section(config.LLVM, "LLVM IR (before optimisation)", llvm_ir)

@@ -1,9 +1,12 @@
 """The isl AST -> an LLVM module, one small emitter per AST node kind.
 
-The module defines ``polyc_kernel`` (internal; every array a ``noalias`` pointer
-parameter) and the exported entry ``polyc_main(inputs..., outputs..., scratch)``,
-which places temporaries in scratch and passes constants (external globals, see
-:mod:`polyc.codegen.layout`). Each loop
+The module defines ``polyc_kernel`` (internal; every array a pointer parameter) and
+the exported entry ``polyc_main(inputs..., outputs..., scratch)``, which places
+temporaries in scratch and passes constants (external globals, see
+:mod:`polyc.codegen.layout`). The kernel calls one function per top-level nest (a
+part, :func:`polyc.codegen.ast.parts`) whose arrays are ``noalias`` parameters: the
+kernel's own are not, as temporaries whose lifetimes do not overlap share scratch
+(:mod:`polyc.codegen.liveness`), while the arrays one part uses never overlap. Each loop
 under a ``parallel`` mark is outlined to a body function of its own, run on threads
 by the OpenMP runtime (:mod:`polyc.codegen.parallel`).
 
@@ -21,7 +24,7 @@ import numpy as np
 from llvmlite import ir
 
 from polyc.codegen import parallel, scalars, vector
-from polyc.codegen.ast import LoopProgram, Offset, children
+from polyc.codegen.ast import LoopProgram, Offset, children, parts
 from polyc.codegen.exprs import FAST, I1, I64, int_expr
 from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
 from polyc.errors import CodegenError
@@ -137,27 +140,15 @@ def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...],
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), types), name="polyc_kernel")
     fn.linkage = "internal"
     for arg, name in zip(fn.args, arrays + symbolic):
-        arg.name = name
-    for arg in fn.args[:len(arrays)]:
-        arg.add_attribute("noalias")
+        arg.name = name  # not noalias: temporaries with disjoint lifetimes share scratch
     pointers = dict(zip(arrays, fn.args))
     params = {name: ir.Constant(I64, value) for name, value in (scop.param_values or {}).items()}
     params.update(zip(symbolic, fn.args[len(arrays):]))
     emitter = _LoopEmitter(fn, pointers, program, params, threads=threads)
-    for part in _parts(program.root):
+    for part in parts(program.root):
         _emit_part(module, emitter, part, program, symbolic, threads)
     emitter.builder.ret_void()
     return fn
-
-
-def _parts(root: isl.AstNode) -> list[isl.AstNode]:
-    """The top-level nests of the program (the children of a root block), each emitted
-    as a function of its own: LLVM's optimisation time grows faster than linearly with
-    a function's size (a 6-layer encoder: 20 s in one function)."""
-    if root.get_type() != isl.ast_node_type.block:
-        return [root]
-    children = root.block_get_children()
-    return [children.get_at(k) for k in range(children.n_ast_node())]
 
 
 def _emit_part(module: ir.Module, kernel: _LoopEmitter, node: isl.AstNode,
@@ -416,8 +407,13 @@ class _LoopEmitter:
         return scalars.MEMORY[self._dtype(array)]
 
     def _address(self, array: str, offset: Offset) -> ir.Value:
-        return self.builder.gep(self.pointers[array], [self._element(array, offset)],
+        return self.builder.gep(self._pointer(array), [self._element(array, offset)],
                                 inbounds=True, source_etype=self._memory_type(array))
+
+    def _pointer(self, array: str) -> ir.Value:
+        """The base of ``array``: its memory's (a function takes one pointer for the
+        arrays that share memory, :func:`parallel.arrays_in`)."""
+        return self.pointers[self.program.memory(array)]
 
     def _element(self, array: str, offset: Offset) -> ir.Value:
         """The element offset: isl's, or row-major from the indices of a symbolic shape."""
@@ -452,7 +448,7 @@ class _LoopEmitter:
                                      else self._extent(extent))
         element = b.add(self._element(access.array, offset),
                         b.mul(index, self._stride(shape, access.lookup)))
-        return b.gep(self.pointers[access.array], [element], inbounds=True,
+        return b.gep(self._pointer(access.array), [element], inbounds=True,
                      source_etype=self._memory_type(access.array))
 
     def _body(self, expr, load, lanes: int | None) -> tuple[ir.Value, str]:
