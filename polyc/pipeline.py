@@ -3,8 +3,9 @@
     ONNX model -> frontend (core ops) -> SCoP -> producer inlining -> dependences
       -> fusion groups
       -> schedule -> legality check -> bind parameters -> tiling -> parallel marks
-      -> legality check (parallel loops included) -> isl AST
-      -> buffer plan -> LLVM IR -> native code (JIT in process, or an AOT shared library)
+      -> legality check (parallel loops included) -> writes in place -> isl AST
+      -> buffer plan (scratch shared by liveness) -> LLVM IR
+      -> native code (JIT in process, or an AOT shared library)
 
 A loop nest written in Python (:mod:`polyc.scop.nest`) enters at the SCoP:
 :func:`lower` and :func:`compile_scop` share :func:`lower_scop` from inlining on.
@@ -19,9 +20,10 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from polyc import __version__, config
-from polyc.codegen.ast import LoopProgram, build_ast
+from polyc.codegen.ast import LoopProgram, build_ast, parts
+from polyc.codegen.inplace import storage, write_in_place
 from polyc.codegen.layout import INITIAL, BufferPlan, constant_data, plan_buffers
-from polyc.codegen.llvm import ENTRY, emit_module, kernel_parts
+from polyc.codegen.llvm import ENTRY, emit_module
 from polyc.codegen.profile import parts as profile_parts
 from polyc.errors import PolycError
 from polyc.frontend import import_model
@@ -181,13 +183,14 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     scheduled = stages.run("parallel", parallelize, scop, scheduled, threads=options.threads)
     if options.check and (options.tile or options.threads != 1):
         stages.run("legality", check_legality, scop, scheduled.schedule)
-    program = stages.run("ast", build_ast, scop, scheduled.schedule)
-    plan = stages.run("buffers", plan_buffers, scop)
+    scop, in_place = stages.run("in place", write_in_place, scop, scheduled.schedule)
+    program = stages.run("ast", build_ast, scop, scheduled.schedule, storage(in_place))
+    plan = stages.run("buffers", plan_buffers, scop, program, in_place)
     llvm_ir = stages.run("llvm", _emit, scop, program, plan, options)
     config.log_section(config.LLVM, "LLVM IR (before optimisation)", llvm_ir)
-    parts = _profile_parts(scop, program) if options.profile else ()
+    timed = _profile_parts(scop, program) if options.profile else ()
     return Compilation(options, scop, groups, scheduled, program, plan, llvm_ir,
-                       tuple(stages.times), profile=parts)
+                       tuple(stages.times), profile=timed)
 
 
 def _emit(scop: Scop, program: LoopProgram, plan: BufferPlan, options: Options) -> str:
@@ -196,7 +199,7 @@ def _emit(scop: Scop, program: LoopProgram, plan: BufferPlan, options: Options) 
 
 
 def _profile_parts(scop: Scop, program: LoopProgram) -> tuple[dict, ...]:
-    return tuple(profile_parts(scop, program, kernel_parts(program)))
+    return tuple(profile_parts(scop, program, parts(program.root)))
 
 
 def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool = True,

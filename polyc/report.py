@@ -30,8 +30,10 @@ def compile_report(compilation, jit_seconds: float) -> str:
 
 
 def _scratch(plan) -> str:
-    """``3 temporaries in 4096 bytes of scratch`` (plus those of symbolic size)."""
-    text = f"{len(plan.scratch)} temporaries in {plan.scratch_bytes} bytes of scratch"
+    """``3 temporaries, scratch 4096 bytes (8192 without reuse)`` (plus those of symbolic
+    size)."""
+    text = (f"{len(plan.scratch)} temporaries, scratch {plan.scratch_bytes} bytes "
+            f"({plan.unshared_bytes} without reuse)")
     if plan.symbolic:
         text += f" and {len(plan.symbolic)} of symbolic size ({', '.join(plan.params)})"
     return text

@@ -41,6 +41,17 @@ def children(node: isl.AstNode) -> Iterator[isl.AstNode]:
         yield from (nodes.get_at(k) for k in range(nodes.n_ast_node()))
 
 
+def parts(root: isl.AstNode) -> list[isl.AstNode]:
+    """The top-level nests of the program (the children of a root block), in execution
+    order. Code generation emits each as a function of its own (LLVM's optimisation time
+    grows faster than linearly with a function's size: a 6-layer encoder took 20 s in one
+    function), and buffer planning measures lifetimes in them."""
+    if root.get_type() != isl.ast_node_type.block:
+        return [root]
+    nodes = root.block_get_children()
+    return [nodes.get_at(k) for k in range(nodes.n_ast_node())]
+
+
 Offset = isl.AstExpr | tuple[isl.AstExpr, ...]  # flat element offset, or index per dim
 
 
@@ -65,16 +76,24 @@ class LoopProgram:
     arrays: Mapping[str, Array] = field(default_factory=dict)
     # symbolic extents that are expressions of parameters (a packed array's panels)
     extents: Mapping[str, isl.AstExpr] = field(default_factory=dict)
+    # array -> the array whose memory it uses (written in place, polyc.codegen.inplace)
+    storage: Mapping[str, str] = field(default_factory=dict)
 
     def instance(self, node: isl.AstNode) -> Instance:
         return self.instances[int(node.get_annotation().get_name()[1:])]
+
+    def memory(self, array: str) -> str:
+        """The array whose memory ``array`` uses: itself, or the one it is written into."""
+        return self.storage.get(array, array)
 
     def __str__(self) -> str:
         return self.root.to_C_str()
 
 
-def build_ast(scop: Scop, schedule: isl.Schedule) -> LoopProgram:
-    """Generate loops for ``schedule`` with access offsets computed by isl.
+def build_ast(scop: Scop, schedule: isl.Schedule, storage: Mapping[str, str] | None = None
+              ) -> LoopProgram:
+    """Generate loops for ``schedule`` with access offsets computed by isl; ``storage``
+    is the program's :attr:`LoopProgram.storage`.
 
     Array shapes must be concrete; parameters keep their names in the AST (codegen
     looks their values up in ``scop.param_values``), the build context fixes them.
@@ -106,7 +125,7 @@ def build_ast(scop: Scop, schedule: isl.Schedule) -> LoopProgram:
     if failures:
         raise CodegenError(f"AST generation callback failed: {failures[0]!r}") from failures[0]
     return LoopProgram(root, tuple(instances), {a.name: a for a in scop.arrays},
-                       _extent_exprs(scop))
+                       _extent_exprs(scop), dict(storage or {}))
 
 
 def _extent_exprs(scop: Scop) -> dict[str, isl.AstExpr]:

@@ -1,9 +1,12 @@
 """The isl AST -> an LLVM module, one small emitter per AST node kind.
 
-The module defines ``polyc_kernel`` (internal; every array a ``noalias`` pointer
-parameter) and the exported entry ``polyc_main(inputs..., outputs..., scratch)``,
-which places temporaries in scratch and passes constants (external globals, see
-:mod:`polyc.codegen.layout`). Each loop
+The module defines ``polyc_kernel`` (internal; every array a pointer parameter) and
+the exported entry ``polyc_main(inputs..., outputs..., scratch)``, which places
+temporaries in scratch and passes constants (external globals, see
+:mod:`polyc.codegen.layout`). The kernel calls one function per top-level nest (a
+part, :func:`polyc.codegen.ast.parts`) whose arrays are ``noalias`` parameters: the
+kernel's own are not, as temporaries whose lifetimes do not overlap share scratch
+(:mod:`polyc.codegen.liveness`), while the arrays one part uses never overlap. Each loop
 under a ``parallel`` mark is outlined to a body function of its own, run on threads
 by the OpenMP runtime (:mod:`polyc.codegen.parallel`).
 
@@ -21,7 +24,7 @@ import numpy as np
 from llvmlite import ir
 
 from polyc.codegen import parallel, scalars, vector
-from polyc.codegen.ast import LoopProgram, Offset, children
+from polyc.codegen.ast import LoopProgram, Offset, children, parts
 from polyc.codegen.exprs import FAST, I1, I64, int_expr
 from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
 from polyc.codegen.profile import Timers
@@ -41,7 +44,7 @@ def emit_module(scop: Scop, program: LoopProgram, plan: BufferPlan, *,
     """The LLVM IR text of the whole model; ``fast_math=False`` drops the float
     reassociation and contraction flags, so every schedule computes bit-identical sums.
     ``threads`` runs parallel loops on that many threads (None: the OpenMP default;
-    1: no parallel regions at all). ``profile`` times each of :func:`kernel_parts`
+    1: no parallel regions at all). ``profile`` times each of :func:`polyc.codegen.ast.parts`
     (:mod:`polyc.codegen.profile`)."""
     module = ir.Module(name="polyc")
     arrays = plan.inputs + plan.outputs + tuple(plan.scratch) + plan.symbolic + plan.constants
@@ -142,16 +145,14 @@ def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...],
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), types), name="polyc_kernel")
     fn.linkage = "internal"
     for arg, name in zip(fn.args, arrays + symbolic):
-        arg.name = name
-    for arg in fn.args[:len(arrays)]:
-        arg.add_attribute("noalias")
+        arg.name = name  # not noalias: temporaries with disjoint lifetimes share scratch
     pointers = dict(zip(arrays, fn.args))
     params = {name: ir.Constant(I64, value) for name, value in (scop.param_values or {}).items()}
     params.update(zip(symbolic, fn.args[len(arrays):]))
     emitter = _LoopEmitter(fn, pointers, program, params, threads=threads)
-    parts = kernel_parts(program)
-    timers = Timers(module, len(parts)) if profile else None
-    for k, part in enumerate(parts):
+    nests = parts(program.root)
+    timers = Timers(module, len(nests)) if profile else None
+    for k, part in enumerate(nests):
         part_fn, args = _emit_part(module, emitter, part, program, symbolic, threads)
         if timers is None:
             emitter.builder.call(part_fn, args)
@@ -159,20 +160,6 @@ def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...],
             timers.call(emitter.builder, emitter.entry_alloca, k, part_fn, args)
     emitter.builder.ret_void()
     return fn
-
-
-def kernel_parts(program: LoopProgram) -> list[isl.AstNode]:
-    """The top-level nests of the program (the children of a root block) that access
-    arrays, in program order, each emitted as a function of its own: LLVM's
-    optimisation time grows faster than linearly with a function's size (a 6-layer
-    encoder: 20 s in one function). Profiling times each one."""
-    root = program.root
-    if root.get_type() != isl.ast_node_type.block:
-        nodes = [root]
-    else:
-        children = root.block_get_children()
-        nodes = [children.get_at(k) for k in range(children.n_ast_node())]
-    return [node for node in nodes if parallel.arrays_in(node, program)]
 
 
 def _emit_part(module: ir.Module, kernel: _LoopEmitter, node: isl.AstNode,
@@ -304,8 +291,11 @@ class _LoopEmitter:
             self._vector_body(lanes, vector.lane_mask(b, start, bound))
 
     def _arrays(self, user: isl.AstNode) -> list[str]:
+        """The memories of a user node's accesses, write first (an array written in
+        place is its source's memory)."""
         statement = self.program.instance(user).statement
-        return [statement.write.array, *(r.array for r in statement.reads)]
+        memory = self.program.memory
+        return [memory(statement.write.array), *(memory(r.array) for r in statement.reads)]
 
     def loop(self, node: isl.AstNode, init: ir.Value, last: ir.Value | None = None) -> None:
         """The ``for`` node from ``init``; up to ``last`` (inclusive) instead of its own
@@ -462,8 +452,13 @@ class _LoopEmitter:
         return scalars.MEMORY[self._dtype(array)]
 
     def _address(self, array: str, offset: Offset) -> ir.Value:
-        return self.builder.gep(self.pointers[array], [self._element(array, offset)],
+        return self.builder.gep(self._pointer(array), [self._element(array, offset)],
                                 inbounds=True, source_etype=self._memory_type(array))
+
+    def _pointer(self, array: str) -> ir.Value:
+        """The base of ``array``: its memory's (a function takes one pointer for the
+        arrays that share memory, :func:`parallel.arrays_in`)."""
+        return self.pointers[self.program.memory(array)]
 
     def _element(self, array: str, offset: Offset) -> ir.Value:
         """The element offset: isl's, or row-major from the indices of a symbolic shape."""
@@ -498,7 +493,7 @@ class _LoopEmitter:
                                      else self._extent(extent))
         element = b.add(self._element(access.array, offset),
                         b.mul(index, self._stride(shape, access.lookup)))
-        return b.gep(self.pointers[access.array], [element], inbounds=True,
+        return b.gep(self._pointer(access.array), [element], inbounds=True,
                      source_etype=self._memory_type(access.array))
 
     def _body(self, expr, load, lanes: int | None) -> tuple[ir.Value, str]:

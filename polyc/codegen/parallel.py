@@ -89,12 +89,14 @@ def _mentions(expr: isl.AstExpr, name: str) -> bool:
 
 
 def arrays_in(node: isl.AstNode, program: LoopProgram) -> tuple[str, ...]:
-    """The arrays the statements below ``node`` access, in first-use order."""
+    """The memories the statements below ``node`` access, in first-use order: the
+    arrays, but an array written into another's memory counts as that one
+    (``program.memory``), so that no two of them overlap."""
     names: dict[str, None] = {}
     for user in users(node):
         statement = program.instance(user).statement
         for access in (statement.write, *statement.reads):
-            names.setdefault(access.array)
+            names.setdefault(program.memory(access.array))
     return tuple(names)
 
 

@@ -13,7 +13,7 @@ import islpy as isl
 from polyc.codegen.parallel import MARK as PARALLEL_MARK
 from polyc.errors import IllegalScheduleError
 from polyc.islutil import statement_names, union_maps
-from polyc.scop.model import Scop
+from polyc.scop.model import Dependences, Scop
 
 
 def check_legality(scop: Scop, schedule: isl.Schedule) -> None:
@@ -23,11 +23,16 @@ def check_legality(scop: Scop, schedule: isl.Schedule) -> None:
         extra = schedule.get_domain().subtract(scop.domain)
         raise IllegalScheduleError(
             f"schedule does not cover the SCoP: missing {missing}, extra {extra}")
-    times = schedule.get_map()
-    for kind, umap in scop.dependences.kinds().items():
+    check_order(scop.dependences, schedule.get_map())
+    check_parallel(scop, schedule)
+
+
+def check_order(dependences: Dependences, times: isl.UnionMap) -> None:
+    """Raise :class:`IllegalScheduleError` unless every dependence goes forward in the
+    schedule ``times`` (a schedule's ``get_map()``)."""
+    for kind, umap in dependences.kinds().items():
         for dep in union_maps(umap):
             _check_one(kind, dep, times)
-    check_parallel(scop, schedule)
 
 
 def _check_one(kind: str, dep: isl.Map, times: isl.UnionMap) -> None:
