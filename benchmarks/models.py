@@ -1,18 +1,23 @@
 """Real models: polyc's compile time and run time next to onnxruntime's, same process.
 
-    python benchmarks/models.py [--repeat N] [--threads 1] [--cases resnet50,bert_layer]
+    python benchmarks/models.py [--repeat N] [--threads 1,2] [--cases mobilenetv2,bert4]
                                 [--json out.json]
 
 The cases are the onnx package's light models (full-size CNNs) and the PyTorch exports
-of tests/torch_models.py (needs the ``test`` extra: torch). For each it checks polyc's
-output against onnxruntime (rtol 1e-4, atol 1e-5), then prints the compile time and
-the median run time of polyc and onnxruntime (``intra_op_num_threads`` and
-``OMP_NUM_THREADS`` set to the thread count, default 1) and their ratio (below 1.0 means
-polyc is faster). Results go to JSON (default benchmarks/results/models.json).
+of tests/torch_models.py (needs the ``test`` extra: torch): ResNet-18-, MobileNetV2-,
+MobileNetV3- and EfficientNet-style CNNs, a YOLO-style detector, BERT-style encoders.
+Each thread count (default 1 and 2) runs in its own process, with ``OMP_NUM_THREADS``
+(polyc's parallel loops) and onnxruntime's ``intra_op_num_threads`` set to it. For each
+model it checks polyc's output against onnxruntime (rtol 1e-4, atol 1e-5), then prints
+the compile time and the median run time of polyc and onnxruntime (interleaved, one
+call of each per round) and their ratio (below 1.0 means polyc is faster); each table
+ends with the geometric mean of the ratios. Results go to JSON (default
+benchmarks/results/models.json), one row per model and thread count.
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -26,9 +31,10 @@ from harness import (  # noqa: E402
     fmt_ms,
     fmt_ratio,
     median_times,
+    onnxruntime_session,
     pin_threads,
     tables,
-)  # noqa: E402
+)
 
 pin_threads(sys.argv)
 
@@ -36,7 +42,7 @@ import numpy as np  # noqa: E402
 
 import polyc  # noqa: E402
 
-from real_models import ATOL, LIGHT, RTOL, TORCH, load, run_onnxruntime  # noqa: E402
+from real_models import ATOL, LIGHT, RTOL, TORCH, load  # noqa: E402
 
 CASES = LIGHT + list(TORCH)
 
@@ -46,7 +52,8 @@ def run_case(name: str, repeat: int, threads: int) -> dict:
     start = time.perf_counter()
     compiled = polyc.compile(model)
     compile_s = time.perf_counter() - start
-    expected, session = run_onnxruntime(model, inputs, threads)
+    session = onnxruntime_session(model, threads)
+    expected = session.run(None, inputs)
     for got, want in zip(compiled.run(inputs).values(), expected):
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
     row = {"case": name, "compile_s": compile_s,
@@ -62,11 +69,13 @@ def print_table(rows, threads: int) -> None:
     for r in rows:
         print(f"{r['case']:<18}{r['compile_s']:>10.2f}{fmt_ms(r['polyc_s'], 2):>11}"
               f"{fmt_ms(r['onnxruntime_s'], 2):>10}{fmt_ratio(r['polyc/onnxruntime']):>11}")
+    mean = statistics.geometric_mean(r["polyc/onnxruntime"] for r in rows)
+    print(f"{'geometric mean':<49}{fmt_ratio(mean):>11}")
 
 
 def main(argv=None):
     args = arguments(__doc__.splitlines()[0], CASES, json_path=HERE / "results" / "models.json",
-                     threads=[1], repeat=10, argv=argv)
+                     threads=[1, 2], repeat=10, argv=argv)
 
     drive(args, __file__, lambda name: run_case(name, args.repeat, args.threads[0]),
           tables(print_table), polyc.__version__)

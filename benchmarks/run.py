@@ -29,6 +29,7 @@ from harness import (  # noqa: E402
     fmt_ratio,
     median_time,
     median_times,
+    onnxruntime_session,
     pin_threads,
 )
 
@@ -142,6 +143,32 @@ def reduce_case(size=1024):
             lambda: (x.sum(axis=0), x.max(axis=1)))
 
 
+def conv_case(name, channels, size, *, kernel=3, stride=1, out_channels=None,
+              depthwise=False, relu=False):
+    """One Conv (same padding) with a seeded He-scaled weight and a bias as initializers
+    over a seeded ``[1, channels, size, size]`` input, optionally followed by Relu;
+    ``depthwise`` makes it one group per channel. No numpy column."""
+    out_channels = channels if depthwise or out_channels is None else out_channels
+    groups = channels if depthwise else 1
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, channels, size, size), dtype=np.float32)
+    fan_in = channels // groups * kernel * kernel
+    w = rng.standard_normal((out_channels, channels // groups, kernel, kernel),
+                            dtype=np.float32) * np.float32(np.sqrt(2 / fan_in))
+    bias = rng.standard_normal((out_channels,), dtype=np.float32) * np.float32(0.1)
+    out_size = (size + 2 * (kernel // 2) - kernel) // stride + 1
+    conv_out = "t" if relu else "y"
+    nodes = [helper.make_node("Conv", ["x", "w", "bias"], [conv_out], group=groups,
+                              kernel_shape=[kernel, kernel], strides=[stride, stride],
+                              pads=[kernel // 2] * 4)]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["t"], ["y"]))
+    inits = [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(bias, "bias")]
+    model = _model(nodes, [_vi("x", x.shape)], [_vi("y", (1, out_channels, out_size, out_size))],
+                   inits)
+    return name, model, {"x": x}, None
+
+
 def mlp_case():
     """The bundled example; its numpy column is left empty (onnxruntime is the reference)."""
     model = onnx.load(str(HERE.parent / "examples" / "mlp.onnx"))
@@ -162,20 +189,25 @@ CASES = {
     "elementwise": elementwise_case,
     "softmax": softmax_case,
     "reduce": reduce_case,
+    "conv3x3_56": lambda: conv_case("conv3x3 64x56x56", 64, 56),
+    "conv1x1_56": lambda: conv_case("conv1x1 64->256 56x56", 64, 56, kernel=1,
+                                    out_channels=256),
+    "conv3x3s2_28": lambda: conv_case("conv3x3 s2 128->256 28x28", 128, 28, stride=2,
+                                      out_channels=256),
+    "dwconv3x3_112": lambda: conv_case("dwconv3x3 32x112x112", 32, 112, depthwise=True),
+    "dwconv3x3s2_56": lambda: conv_case("dwconv3x3 s2 144x56x56", 144, 56, stride=2,
+                                        depthwise=True),
+    "conv3x3_7": lambda: conv_case("conv3x3 512x7x7", 512, 7),
+    "conv3x3relu_56": lambda: conv_case("conv3x3+relu 64x56x56", 64, 56, relu=True),
 }
 
 
 
 def run_case(name, model, inputs, numpy_fn, repeat, threads):
-    import onnxruntime as ort
-
     start = time.perf_counter()
     compiled = polyc.compile(model)
     compile_s = time.perf_counter() - start
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    session = ort.InferenceSession(model.SerializeToString(), options,
-                                   providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(model, threads)
     expected = session.run(None, inputs)
     got = compiled.run(inputs)
     for ref, out in zip(expected, got.values()):

@@ -11,7 +11,8 @@ import onnx
 
 LIGHT_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 LIGHT = sorted(p.stem.removeprefix("light_") for p in LIGHT_DIR.glob("light_*.onnx"))
-TORCH = ("resnet18", "mlp2", "bert_layer", "encoder6")
+TORCH = ("resnet18", "mlp2", "bert_layer", "encoder6", "mobilenetv2", "mobilenetv3", "efficientnet",
+         "yolo_head", "bert4")
 RTOL, ATOL = 1e-4, 1e-5  # the tolerances, unless a model documents otherwise
 
 
