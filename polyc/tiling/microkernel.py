@@ -111,10 +111,10 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
     tiles = SYMBOLIC_ROW_TILES if isinstance(c.extent("i"), str) else REGISTER_TILES
     inner = c.inner_size
     columns = lambda t: n % t[1] if t[1] <= n else n  # noqa: E731
-    # a direct convolution's rows are its output channels (multiples of 8 or 16), its
-    # columns pixels: full row tiles first (3x3 conv 64ch at 56x56: 8x48 231 GFLOP/s,
-    # 6x64 and 12x32, each a partial tile of 4 rows, 161-169)
-    mr, nr = min(tiles, key=(lambda t: (m % t[0], columns(t))) if c.inner else
+    # a direct convolution: the most work in full tiles, then full rows (3x3 conv 64ch
+    # at 56x56: 8x48 231 GFLOP/s; 6x64 and 12x32, each a partial tile of 4 rows, 161-169)
+    full = lambda t: (m // t[0] * t[0] / m) * (n // t[1] * t[1] / n)  # noqa: E731
+    mr, nr = min(tiles, key=(lambda t: (-full(t), m % t[0])) if c.inner else
                  (lambda t: (columns(t), m % t[0])))
     # with inner reductions a k step is a whole kernel window
     kc = min(KC, -(-k // LANES) * LANES) if not c.inner else min(k, max(KC // inner, 1))

@@ -33,6 +33,9 @@ from polyc.frontend.ops.window import AUTO_PADS, Window, padded_read, spatial_at
 
 # Depthwise kernels of at most this many positions (7x7) are summed in one statement.
 UNROLLED_KERNEL = 49
+# A direct conv's pixel count is a multiple of this (whole 64-, 32- or 16-wide tiles).
+DIRECT_COLUMNS = 64
+DIRECT_MIN_CHANNELS = 8  # fewer output channels than a register tile's rows: im2col
 
 
 @onnx_op("Conv", 1, 11, 22)
@@ -46,7 +49,7 @@ def Conv(ctx, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
     if groups == X.shape[1] == W.shape[0]:
         weights = ctx.view(W, (groups,) + W.shape[2:], label="conv_weights")
         return _depthwise(ctx, X, weights, B, win)
-    if _direct_fits(groups, win):
+    if _direct_fits(groups, win, W.shape[0]):
         return _direct(ctx, X, W, B, win)
     col = _im2col(ctx, X, win)
     weights = ctx.view(W, (W.shape[0], size(W.shape[1:])), label="conv_weights")
@@ -123,24 +126,26 @@ def _check_shapes(ctx, X, W, B, group: int, kernel_shape, *, transposed: bool) -
     return group
 
 
-def _direct_fits(groups: int, win: Window) -> bool:
-    """A 2-D, ungrouped, stride-1 conv with a kernel larger than 1x1 (a contraction
-    over several reduction loops, :func:`_direct`)."""
-    return groups == 1 and win.rank == 2 and set(win.strides) == {1} and size(win.kernel) > 1
+def _direct_fits(groups: int, win: Window, m_size: int) -> bool:
+    """A 2-D, ungrouped, stride-1 conv with a kernel larger than 1x1 and at least
+    :data:`DIRECT_MIN_CHANNELS` output channels (a register tile's rows) is direct
+    (:func:`_direct`)."""
+    return (groups == 1 and win.rank == 2 and set(win.strides) == {1} and size(win.kernel) > 1
+            and m_size >= DIRECT_MIN_CHANNELS)
 
 
 def _direct(ctx, X, W, B, win: Window):
     """A direct convolution over the padded input, rows of ``Wp`` = padded width:
 
-    - ``Xp[n, c, r, w] = X[n, c, r - begin_h, w - begin_w]`` (0 outside), of
-      ``OH + (KH-1)*dh + 1`` rows (one more than the windows reach: see below) and
-      ``Wp = OW + (KW-1)*dw`` columns;
+    - ``Xp[n, c, r, w] = X[n, c, r - begin_h, w - begin_w]`` (0 outside), ``Wp = OW +
+      (KW-1)*dw`` columns and as many rows as the reads below reach;
     - ``Y'[n, m, p] = B[m] + sum_{c, kh, kw} W[m, c, kh, kw] * Xp[n, c, kh*dh*Wp + kw*dw + p]``
-      over ``p < OH*Wp``, reading ``Xp`` flat per channel: output pixel ``(oh, ow)`` is
+      over ``p < P``, reading ``Xp`` flat per channel: output pixel ``(oh, ow)`` is
       ``p = oh*Wp + ow``, and its window element ``(kh, kw)`` lies ``kh*dh*Wp + kw*dw``
-      further on. The ``Wp - OW`` columns past each row's end compute values nobody
-      reads (their windows run into the next row; the extra row keeps the last ones in
-      the array), and in exchange every read is affine and stride 1 along ``p``;
+      further on. The ``Wp - OW`` columns past each row's end, and the pixels from
+      ``OH*Wp`` up to ``P`` (``OH*Wp`` rounded up to :data:`DIRECT_COLUMNS`, so that
+      register tiles are full), compute values nobody reads; in exchange every read
+      is affine and stride 1 along ``p``;
     - ``Y[n, m, oh, ow] = Y'[n, m, oh*Wp + ow]`` (a Map, which activations join).
 
     The product is a contraction with three reduction loops (c, kh, kw): the tiler
@@ -151,7 +156,9 @@ def _direct(ctx, X, W, B, win: Window):
     n_size, c_size = X.shape[:2]
     m_size = W.shape[0]
     (oh, ow), (kh, kw), (dh, dw) = win.out, win.kernel, win.dilations
-    rows, wp = oh + (kh - 1) * dh + 1, ow + (kw - 1) * dw
+    wp = ow + (kw - 1) * dw
+    pixels = -(-oh * wp // DIRECT_COLUMNS) * DIRECT_COLUMNS
+    rows = -(-((kh - 1) * dh * wp + (kw - 1) * dw + pixels) // wp)
     index = identity_index(2) + (Ix(((2, 1),), -win.begin[0]), Ix(((3, 1),), -win.begin[1]))
     padded = ctx.map((n_size, c_size, rows, wp), Read(X.name, index, "fill", 0.0),
                      label="conv_pad")
@@ -160,12 +167,12 @@ def _direct(ctx, X, W, B, win: Window):
     x = Read(flat.name, (n, Ix(((3, rows * wp), (4, dh * wp), (5, dw), (2, 1)))))
     w = Read(W.name, (m, c, i, j))
     init = Const(0.0) if B is None else Read(B.name, (m,))
-    product = ctx.reduce(out_shape=(n_size, m_size, oh * wp), init=init,
-                         extents=(n_size, m_size, oh * wp, c_size, kh, kw),
+    product = ctx.reduce(out_shape=(n_size, m_size, pixels), init=init,
+                         extents=(n_size, m_size, pixels, c_size, kh, kw),
                          out_index=(n, m, p), combiner="add", expr=Call("mul", (w, x)),
                          label="conv")
-    grid = ctx.view(product, (n_size, m_size, oh, wp), label="conv")
-    return ctx.map((n_size, m_size, oh, ow), Read(grid.name, identity_index(4)),
+    pixel = Ix(((2, wp), (3, 1)))
+    return ctx.map((n_size, m_size, oh, ow), Read(product.name, (n, m, pixel)),
                    label="conv_crop")
 
 
