@@ -72,15 +72,24 @@ def _smart_runs(ops: list[list[Statement]]) -> list[list[Statement]]:
 
 
 def _is_epilogue(op: list[Statement], producer: Statement) -> bool:
-    """An elementwise statement over the producer's output that reads that output."""
+    """An elementwise statement over the producer's output that reads that output: it
+    writes a box of the same shape, or reads every element the producer writes once
+    per instance (through a view: a convolution writes (n, m, pixels), its Relu
+    (n, m, h, w))."""
     if len(op) != 1:
         return False
     (statement,) = op
     written = statement.write.relation.range().reset_tuple_id()
     produced = producer.write.relation.range().reset_tuple_id()
     same_box = written.get_space() == produced.get_space() and written.is_equal(produced)
-    reads_it = any(r.array == producer.write.array for r in statement.reads)
-    return same_box and reads_it
+    reads = [r.relation for r in statement.reads if r.array == producer.write.array]
+    if not reads or not all(r.is_equal(reads[0]) for r in reads):
+        return False  # a window over the output (a depthwise conv): not elementwise
+    if same_box:
+        return True
+    return reads[0].is_injective() and \
+        reads[0].domain().is_equal(statement.domain) and \
+        reads[0].range().is_equal(producer.write.relation.range())
 
 
 def _shares_rows(op: list[Statement], run: list[Statement]) -> bool:
@@ -93,8 +102,30 @@ def _shares_rows(op: list[Statement], run: list[Statement]) -> bool:
         return False
     writers = {s.write.array: s for s in run}
     flows = [(writers[r.array], r) for s in op for r in s.reads if r.array in writers]
-    return bool(flows) and all(_first_index_is_loop_0(w.write.relation)
-                               and _first_index_is_loop_0(r.relation) for w, r in flows)
+    return bool(flows) and not _windowed(op, writers) and all(
+        _first_index_is_loop_0(w.write.relation) and _first_index_is_loop_0(r.relation)
+        and _rows(w.write.relation) for w, r in flows)
+
+
+def _windowed(op: list[Statement], writers) -> bool:
+    """Whether a statement of ``op`` reads an array of the run at several offsets (a
+    window: pooling, a depthwise conv). Fused with its producer it would be shifted
+    against it, and its padding could no longer run apart from its interior."""
+    for statement in op:
+        reads: dict[str, list[isl.Map]] = {}
+        for r in statement.reads:
+            if r.array in writers:
+                reads.setdefault(r.array, []).append(r.relation)
+        if any(not all(m.is_equal(maps[0]) for m in maps) for maps in reads.values()):
+            return True
+    return False
+
+
+def _rows(write: isl.Map) -> bool:
+    """More than one row: the first index of the written elements takes several values
+    (not a batch of 1, whose single "row" is the whole tensor)."""
+    first = write.range().project_out(isl.dim_type.set, 1, write.range().dim(isl.dim_type.set) - 1)
+    return not first.is_singleton() if first.is_bounded() else True
 
 
 def _is_contraction(statement: Statement) -> bool:
