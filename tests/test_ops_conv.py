@@ -504,3 +504,16 @@ def test_max_pool_indices_output_is_unsupported():
 def test_shape_errors(op, x_shape, weights, attrs, message):
     with pytest.raises(ShapeError, match=message):
         lowering_error(op, x_shape, weights, **attrs)()
+
+
+def test_pointwise_conv_with_few_output_channels_reads_its_input_in_place():
+    """A 1x1 conv to few channels over many pixels (MobileNet's projections): its input
+    is read as it is, not packed; results match onnxruntime."""
+    model = single_node_model("Conv", (1, 48, 40, 40), [weight("w", (16, 48, 1, 1), 1),
+                                                         weight("b", (16,), 2)])
+    compiled = polyc.compile(model)
+    assert any("x read in place (few rows)" in d for d in compiled.schedule.decisions)
+    assert "_pack" not in str(compiled.compilation.program)
+    inputs = random_inputs(model, 0)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=ATOL)

@@ -151,6 +151,8 @@ def _packed_by(packed) -> str:
     if packed.contraction.inner:
         return f"{packed.source} read in place (reductions in the tile: " \
             f"{len(packed.contraction.reductions)} loops)"
+    if packed.array == packed.source:
+        return f"{packed.source} read in place (few rows)"
     by = f"by {packed.copy.name}" if packed.copy else "at compile time"
     return f"{packed.source} packed into {packed.array} {by}"
 

@@ -48,6 +48,7 @@ class Contraction:
     b: int  # ... of the operand with j (packed, unless there are inner reductions)
     extents: tuple[int | str, ...]  # per domain dimension, from 0; str: a parameter
     inner: tuple[int, ...] = ()  # further reduction dims, inside k, in domain order
+    b_contiguous: bool = False  # b is read with stride 1 along j
 
     @property
     def reductions(self) -> tuple[int, ...]:
@@ -203,4 +204,5 @@ def _roles(statement, extents, dims, write, x, y, read_x: int, read_y: int
         return None
     i = rows[0][1]
     batch = tuple(d for d in range(len(extents)) if d not in (i, j, *reduction))
-    return Contraction(statement, i, j, k, batch, a, b, tuple(extents), tuple(reduction[1:]))
+    return Contraction(statement, i, j, k, batch, a, b, tuple(extents), tuple(reduction[1:]),
+                       sb[j] == 1)

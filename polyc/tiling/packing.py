@@ -55,6 +55,22 @@ class Packed:
     to_statement: isl.Map  # a copy instance -> an instance of S reading the same element
 
 
+# A computed b read with stride 1 along j is read in place when it has at most this
+# many rows of C to serve and at least IN_PLACE_COLUMNS columns (a 1x1 conv over many
+# pixels): 144 -> 24 channels at 56x56 took 0.32 ms read in place, 0.42 ms packed; at
+# 96 and 144 rows both were the same, at 256 packing won (0.57 against 0.68 ms).
+IN_PLACE_ROWS = 32
+IN_PLACE_COLUMNS = 1024
+
+
+def in_place(scop: Scop, c: Contraction) -> bool:
+    """Whether ``c``'s operand ``b`` is read as it is rather than packed."""
+    operand = scop.array(c.statement.reads[c.b].array)
+    return (c.b_contiguous and operand.kind != "constant"
+            and isinstance(c.extent("i"), int) and c.extent("i") <= IN_PLACE_ROWS
+            and isinstance(c.extent("j"), int) and c.extent("j") >= IN_PLACE_COLUMNS)
+
+
 def packable(scop: Scop, contraction: Contraction) -> bool:
     """True when no statement writes the operand ``b`` after S's first instance starts."""
     operand = contraction.statement.reads[contraction.b].array
@@ -97,7 +113,7 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
     is for a contraction with inner reductions (read in place, see
     :mod:`polyc.tiling.contraction`)."""
     c, ctx = contraction, scop.ctx
-    if c.inner:
+    if c.inner or in_place(scop, c):
         operand = c.statement.reads[c.b].array
         return scop, Packed(c, None, operand, nr, operand, None)
     statement = c.statement
