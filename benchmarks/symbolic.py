@@ -24,6 +24,7 @@ from harness import (  # noqa: E402
     fmt_ms,
     fmt_ratio,
     median_times,
+    onnxruntime_session,
     pin_threads,
     tables,
 )  # noqa: E402
@@ -31,7 +32,6 @@ from harness import (  # noqa: E402
 pin_threads(sys.argv)
 
 import numpy as np  # noqa: E402
-import onnxruntime as ort  # noqa: E402
 import symbolic_models  # noqa: E402
 
 import polyc  # noqa: E402
@@ -49,13 +49,7 @@ RTOL, ATOL = 1e-4, 1e-5
 def run_case(name: str, repeat: int, threads: int) -> dict:
     build, dim, value = CASES[name]
     model = build()
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    # onnxruntime's idle threads spin after a run and slowed the polyc call timed next
-    # (2 threads: a CNN at 5.2 ms instead of 1.9 ms); without spinning the order is fair
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = ort.InferenceSession(model.SerializeToString(), options,
-                                   providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(model, threads)
     start = time.perf_counter()
     symbolic = polyc.compile(model, symbolic=[dim])
     symbolic_s = time.perf_counter() - start
