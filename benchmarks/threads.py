@@ -17,7 +17,10 @@ the load average before the run.
 
 Each ``--env`` value (``NAME=VALUE[,NAME=VALUE]``, ``""`` for none) runs the whole
 measurement in a fresh process with those variables added to the environment:
-libgomp reads ``OMP_WAIT_POLICY`` and ``GOMP_SPINCOUNT`` once, when it is loaded.
+libgomp reads ``OMP_WAIT_POLICY`` and ``GOMP_SPINCOUNT`` once, when it is loaded, and
+polyc sets its own policy only when neither is set (see :mod:`polyc.runtime.openmp`);
+``--env GOMP_SPINCOUNT=300000`` gives libgomp's default. Each table names the policy
+the worker's libgomp got.
 Results go to JSON (default benchmarks/results/threads.json).
 """
 
@@ -49,6 +52,7 @@ from harness import (  # noqa: E402
 from onnx import helper  # noqa: E402
 
 import polyc  # noqa: E402
+from polyc.runtime import openmp  # noqa: E402
 
 from onnx_helpers import make_model, random_inputs  # noqa: E402
 
@@ -128,7 +132,8 @@ def measure(args) -> list[dict]:
 
 def print_table(label: str, rows: list[dict], counts: list[int]) -> None:
     polyc_columns = ["default", *map(str, counts)]
-    print(f"\nenvironment: {label or '(as given)'}; the worker saw {rows[0]['environment']}")
+    print(f"\nenvironment: {label or '(as given)'}; libgomp's wait policy: "
+          f"{rows[0]['wait_policy']}")
     print(f"{'case':<16}{'load':>5}{'loadavg':>8}"
           + "".join(f"{'polyc ' + c:>14}" for c in polyc_columns)
           + "".join(f"{'ort ' + str(n):>9}" for n in counts)
@@ -165,7 +170,10 @@ def main(argv=None):
             "cpus": os.cpu_count(), "load": args.load, "rounds": args.rounds}
     if args.worker:
         seen = {name: os.environ.get(name) for name in WAIT_VARIABLES}
-        write_rows(args.json, meta, [dict(row, environment=seen) for row in measure(args)])
+        rows = measure(args)
+        policy = str(openmp.load_libgomp())  # loaded already, when polyc compiled
+        write_rows(args.json, meta, [dict(row, environment=seen, wait_policy=policy)
+                                     for row in rows])
         return
     worker = ["--threads", ",".join(map(str, args.threads)), "--repeat", str(args.repeat),
               "--cases", args.cases, "--load", str(args.load), "--rounds", str(args.rounds)]
