@@ -48,13 +48,13 @@ def thread_counts(text: str) -> list[int]:
     return counts
 
 
-def in_subprocess(script: str, threads: int, repeat: int, cases: str) -> list[dict]:
-    """Run ``script``'s cases at one thread count in a fresh process; its rows."""
+def in_subprocess(script: str, options: list[str], env: dict | None = None) -> list[dict]:
+    """Run ``script --worker *options`` in a fresh process (environment ``env``, default
+    this process's) and read back the rows it writes to its ``--json`` file."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "rows.json"
-        subprocess.run([sys.executable, script, "--worker", "--threads", str(threads),
-                        "--repeat", str(repeat), "--cases", cases, "--json", str(out)],
-                       check=True)
+        subprocess.run([sys.executable, script, "--worker", *options, "--json", str(out)],
+                       check=True, env=env)
         return json.loads(out.read_text())["rows"]
 
 
@@ -94,6 +94,25 @@ def median_times(fns: dict, repeat: int) -> dict:
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
+def onnxruntime_session(model, threads: int):
+    """An onnxruntime session on ``threads`` intra-op threads whose idle threads do not
+    spin: spinning after a run slowed the polyc call timed next (2 threads: a CNN at
+    5.2 ms instead of 1.9 ms); without it, interleaved timing is fair."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(model.SerializeToString(), options,
+                                providers=["CPUExecutionProvider"])
+
+
+def write_rows(path, meta: dict, rows: list[dict]) -> None:
+    """A run's JSON: ``{"meta": meta, "rows": rows}``."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+
+
 def fmt_ms(value, digits: int = 3) -> str:
     """Seconds as milliseconds, ``-`` for a missing value."""
     return "-" if value is None else f"{value * 1e3:.{digits}f}"
@@ -104,8 +123,9 @@ def fmt_ratio(value) -> str:
 
 
 def arguments(description: str, cases, *, json_path: Path, threads: list[int],
-              repeat: int, argv=None) -> argparse.Namespace:
-    """The command line every benchmark script takes (``--worker`` is internal)."""
+              repeat: int, argv=None, more=None) -> argparse.Namespace:
+    """The command line every benchmark script takes (``--worker`` is internal);
+    ``more(parser)`` adds a script's own options."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--repeat", type=int, default=repeat)
     parser.add_argument("--threads", type=thread_counts, default=threads,
@@ -114,6 +134,8 @@ def arguments(description: str, cases, *, json_path: Path, threads: list[int],
     parser.add_argument("--cases", default=",".join(cases))
     parser.add_argument("--json", default=str(json_path))
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    if more is not None:
+        more(parser)
     args = parser.parse_args(argv)
     unknown = [name for name in args.cases.split(",") if name not in cases]
     if unknown:
@@ -129,20 +151,23 @@ def tables(print_table):
     return show
 
 
+def metadata(args: argparse.Namespace, version: str) -> dict:
+    """What the JSON of a run records about it."""
+    return {"machine": platform.processor() or platform.machine(), "repeat": args.repeat,
+            "polyc": version}
+
+
 def drive(args: argparse.Namespace, script: str, run_one, show, version: str) -> None:
     """A worker runs ``run_one(case name)`` for every case and writes its rows; the
     parent runs one worker per thread count, calls ``show({threads: rows})`` and
     writes every row, tagged with its thread count, to ``args.json``."""
-    meta = {"machine": platform.processor() or platform.machine(), "repeat": args.repeat,
-            "polyc": version}
+    meta = metadata(args, version)
     names = args.cases.split(",")
     if args.worker:
-        rows = [run_one(name) for name in names]
-        Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+        write_rows(args.json, meta, [run_one(name) for name in names])
         return
-    runs = {n: in_subprocess(script, n, args.repeat, args.cases) for n in args.threads}
+    runs = {n: in_subprocess(script, ["--threads", str(n), "--repeat", str(args.repeat),
+                                      "--cases", args.cases]) for n in args.threads}
     show(runs)
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    rows = [dict(row, threads=n) for n, rows in runs.items() for row in rows]
-    Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    write_rows(args.json, meta, [dict(row, threads=n) for n, rows in runs.items() for row in rows])
     print(f"wrote {args.json}")

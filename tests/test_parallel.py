@@ -23,6 +23,7 @@ import pytest
 from onnx import helper
 
 import polyc
+from polyc import config
 from polyc.cli import main
 from polyc.codegen.ast import build_ast
 from polyc.codegen.llvm import emit_module
@@ -30,6 +31,7 @@ from polyc.codegen.parallel import MARK
 from polyc.errors import IllegalScheduleError, PolycError
 from polyc.islutil import statement_names
 from polyc.pipeline import compile_scop
+from polyc.runtime import openmp
 from polyc.runtime.jit import JitModule
 from polyc.scheduler.legality import check_parallel
 from polyc.scop.polybench import KERNELS
@@ -233,7 +235,9 @@ def test_untiled_schedules_get_parallel_loops_too(every_loop):
 
 @pytest.fixture
 def libgomp():
-    """libgomp through ctypes; the thread count it had is restored afterwards."""
+    """libgomp through ctypes (loaded by polyc first, with its wait policy); the thread
+    count it had is restored afterwards."""
+    openmp.load_libgomp()
     gomp = ctypes.CDLL(ctypes.util.find_library("gomp"))
     before = gomp.omp_get_max_threads()
     yield gomp
@@ -291,6 +295,103 @@ def test_aot_round_trip_with_threads(tmp_path):
     loaded = polyc.load(tmp_path / "mm.so")
     assert loaded.manifest["options"]["threads"] == 2
     np.testing.assert_array_equal(loaded.run(inputs)["y"], compiled.run(inputs)["y"])
+
+
+# --- wait policy: idle threads sleep instead of spinning -----------------------------
+
+# In a fresh process: run the model argv[2] through the JIT on 2 threads (argv[1] "jit")
+# or load it as an artifact ("artifact"), save its output for the inputs argv[3] to
+# argv[4] and print what polyc says of libgomp's wait policy and what the environment
+# holds afterwards. With OMP_DISPLAY_ENV=verbose, libgomp prints its settings on stderr
+# when it is loaded.
+RUN_WAITING = """
+import json, os, sys
+import numpy as np
+import polyc
+from polyc.runtime import openmp
+how, target, inputs, out = sys.argv[1:]
+model = polyc.compile(target, threads=2) if how == "jit" else polyc.load(target)
+np.save(out, model.run(dict(np.load(inputs)))["y"])
+print(json.dumps({"source": openmp.load_libgomp().source,
+                  "compiler_loaded": "llvmlite" in sys.modules,
+                  "environment": {name: os.environ.get(name)
+                                  for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}}))
+"""
+WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+
+
+def libgomp_settings(stderr: str) -> dict[str, str]:
+    """``{name: value}`` of what libgomp printed with OMP_DISPLAY_ENV=verbose."""
+    return dict(re.findall(r"^\s*([A-Z_]+) = '([^']*)'", stderr, flags=re.M))
+
+
+def spin_count(variables: dict[str, str]) -> str:
+    """The spin count libgomp derives from these variables (libgomp's documentation)."""
+    if "GOMP_SPINCOUNT" in variables:
+        return variables["GOMP_SPINCOUNT"]
+    return {"passive": "0", "active": "30000000000"}.get(
+        variables.get("OMP_WAIT_POLICY", "").lower(), "300000")
+
+
+def run_waiting(tmp_path, how: str, target, inputs, variables: dict[str, str], code=RUN_WAITING):
+    """Run ``code`` in a fresh process whose environment has ``variables`` and neither
+    wait variable otherwise; its output, libgomp's settings and its report."""
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    env = {k: v for k, v in os.environ.items() if k not in WAIT_VARIABLES}
+    env.update(variables, OMP_DISPLAY_ENV="verbose")
+    done = subprocess.run([sys.executable, "-c", code, how, str(target),
+                           str(tmp_path / "inputs.npz"), str(tmp_path / "y.npy")],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    return np.load(tmp_path / "y.npy"), libgomp_settings(done.stderr), report, done.stderr
+
+
+@pytest.mark.parametrize("how, variables", [
+    ("jit", {}), ("artifact", {}),
+    ("jit", {"GOMP_SPINCOUNT": "12345"}), ("artifact", {"OMP_WAIT_POLICY": "active"})])
+def test_libgomp_waits_by_polycs_policy_unless_the_user_set_one(tmp_path, how, variables):
+    model = matmul_model(257, 64, 300)
+    inputs = random_inputs(model, seed=8)
+    (expected,) = run_onnxruntime(model, inputs).values()
+    if how == "jit":
+        target = tmp_path / "mm.onnx"
+        onnx.save(model, target)
+    else:
+        compiled = polyc.compile(model, threads=2)
+        assert regions(compiled) > 0
+        target = tmp_path / "mm.so"
+        compiled.save(target)
+    got, settings, report, _ = run_waiting(tmp_path, how, target, inputs, variables)
+    np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
+    applied = variables or config.POLYC_WAIT_POLICY
+    assert settings["GOMP_SPINCOUNT"] == spin_count(applied)
+    assert report["source"] == ("user" if variables else "polyc")
+    # polyc's variables were there for libgomp's load only; the user's stay
+    assert report["environment"] == {name: variables.get(name) for name in WAIT_VARIABLES}
+    assert report["compiler_loaded"] == (how == "jit")
+
+
+def test_a_libgomp_loaded_before_polyc_keeps_its_policy_and_polyc_warns(tmp_path):
+    model = matmul_model(257, 64, 300)
+    inputs = random_inputs(model, seed=9)
+    onnx.save(model, tmp_path / "mm.onnx")
+    code = "import ctypes; ctypes.CDLL('libgomp.so.1')\n" + RUN_WAITING
+    got, settings, report, stderr = run_waiting(tmp_path, "jit", tmp_path / "mm.onnx", inputs,
+                                                {}, code)
+    (expected,) = run_onnxruntime(model, inputs).values()
+    np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
+    assert settings["GOMP_SPINCOUNT"] == spin_count({})  # libgomp's own default
+    assert report["source"] == "preloaded"
+    assert re.search(r"RuntimeWarning: .*libgomp.* was loaded before polyc", stderr)
+
+
+def test_only_libgomp_itself_counts_as_loaded():
+    maps = ("7f00-7f10 r-xp 00000000 08:01 42 /usr/lib/libgomp-a34b3233.so.1\n"
+            "7f20-7f30 r--p 00000000 00:00 0 \n"
+            "7f40-7f50 r-xp 00000000 08:01 43 /usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0\n")
+    assert openmp.mapped_libgomp(maps) == "/usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0"
+    assert openmp.mapped_libgomp(maps.splitlines()[0]) is None  # a wheel's bundled copy
 
 
 # --- loop nests (PolyBench) -----------------------------------------------------------

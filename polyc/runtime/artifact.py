@@ -3,7 +3,8 @@
 An artifact is a shared library written by :func:`polyc.runtime.aot.write_artifact`:
 it exports the entry function (``polyc_main``) and ``const char *polyc_manifest(void)``.
 Importing this module loads neither islpy nor llvmlite, so a deployed model needs
-only numpy (and libgomp, which ships with gcc).
+only numpy (and libgomp, which ships with gcc; loaded first with polyc's wait policy,
+:func:`polyc.runtime.openmp.load_libgomp`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from polyc.errors import ArtifactError
-from polyc.runtime import abi
+from polyc.runtime import abi, openmp
 
 MANIFEST_FUNCTION = "polyc_manifest"
 LINK_NAME = "artifact.so"
@@ -83,6 +84,7 @@ def load_artifact(path: str | os.PathLike) -> Artifact:
     path = Path(path)
     if not path.is_file():
         raise ArtifactError(f"no such artifact: {path}")
+    openmp.load_libgomp()  # before the library brings libgomp in with libgomp's defaults
     try:
         library = dlopen_current(path)
     except OSError as error:

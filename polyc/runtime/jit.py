@@ -19,7 +19,7 @@ import numpy as np
 from polyc import config
 from polyc.codegen import target
 from polyc.errors import CodegenError
-from polyc.runtime import abi
+from polyc.runtime import abi, openmp
 
 # Shared libraries generated code may call into: libm (expf, tanhf, ...) and the
 # OpenMP runtime of parallel loops (GOMP_parallel, omp_get_thread_num, ...).
@@ -30,11 +30,13 @@ _modules = itertools.count()  # JIT symbols are process-wide: a suffix per modul
 
 @functools.cache
 def load_runtime_libraries() -> tuple[str, ...]:
-    """Make libm and libgomp symbols visible to MCJIT, once per process.
+    """Make libm and libgomp symbols visible to MCJIT, once per process; libgomp is
+    loaded first with polyc's wait policy (:func:`polyc.runtime.openmp.load_libgomp`).
 
     Returns the libraries loaded. A library that cannot be found is skipped here;
     code that needs it then fails to link with a ``CodegenError`` naming the symbol.
     """
+    openmp.load_libgomp()
     loaded = []
     for name in RUNTIME_LIBRARIES:
         path = ctypes.util.find_library(name)
