@@ -24,17 +24,14 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 def pin_threads(argv) -> None:
-    """In a worker (``--worker --threads N``), set every thread-count variable to N, and
-    ``OMP_WAIT_POLICY`` to ``PASSIVE`` unless it is set: idle OpenMP threads sleep, as
-    onnxruntime's do (:func:`onnxruntime_session`). With libgomp's default (spin a while
-    first) and both vCPUs busy with other processes, a thread spun for a time slice
-    waiting for a descheduled one: a depthwise conv at 2 threads took 16.7 ms spinning,
-    0.33 ms passive (0.34 ms on 1 thread)."""
+    """In a worker (``--worker --threads N``), set every thread-count variable to N.
+    OpenMP's wait policy is left to polyc (:mod:`polyc.runtime.openmp` bounds libgomp's
+    spinning unless the user sets it), so benchmarks time what users get; onnxruntime's
+    idle threads do not spin either (:func:`onnxruntime_session`)."""
     if "--worker" in argv and "--threads" in argv:
         count = argv[argv.index("--threads") + 1]
         for name in THREAD_VARIABLES:
             os.environ[name] = count
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def thread_counts(text: str) -> list[int]:
@@ -92,19 +89,6 @@ def median_times(fns: dict, repeat: int) -> dict:
             fn()
             samples[name].append(time.perf_counter() - start)
     return {name: statistics.median(times) for name, times in samples.items()}
-
-
-def onnxruntime_session(model, threads: int):
-    """An onnxruntime session on ``threads`` intra-op threads whose idle threads do not
-    spin: spinning after a run slowed the polyc call timed next (2 threads: a CNN at
-    5.2 ms instead of 1.9 ms); without it, interleaved timing is fair."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(model.SerializeToString(), options,
-                                providers=["CPUExecutionProvider"])
 
 
 def write_rows(path, meta: dict, rows: list[dict]) -> None:
