@@ -374,3 +374,21 @@ def schedule_from_maps(domain: isl.UnionSet, maps: Sequence[isl.Map]) -> isl.Sch
     if n_out == 0:
         return schedule
     return schedule.insert_partial_schedule(isl.MultiUnionPwAff.from_union_map(union))
+
+
+def map_bottom_up(schedule: isl.Schedule, visit) -> isl.Schedule:
+    """``schedule.map_schedule_node_bottom_up(visit)``, raising the first exception
+    ``visit`` raised (isl swallows callback exceptions with only a warning)."""
+    failures: list[BaseException] = []
+
+    def guarded(node: isl.ScheduleNode) -> isl.ScheduleNode:
+        try:
+            return visit(node)
+        except BaseException as err:  # noqa: BLE001 - re-raised below
+            failures.append(err)
+            return node
+
+    result = schedule.map_schedule_node_bottom_up(guarded)
+    if failures:
+        raise failures[0]
+    return result

@@ -159,18 +159,23 @@ def test_direct_conv_matches_onnxruntime(case, threads):
                                rtol=RTOL, atol=ATOL)
 
 
-def test_direct_conv_sums_in_im2cols_order(monkeypatch):
-    """Without fast-math the direct conv gives im2col's sums bit for bit."""
+def assert_same_sums_without(model, monkeypatch, name: str, value) -> None:
+    """Without fast-math, ``model`` compiles to the same results bit for bit with
+    ``polyc.frontend.ops.conv.<name>`` set to ``value`` (the other lowering)."""
     from polyc.frontend.ops import conv
 
+    inputs = random_inputs(model, 5)
+    first = polyc.compile(model, fast_math=False).run(inputs)["y"]
+    monkeypatch.setattr(conv, name, value)
+    np.testing.assert_array_equal(first, polyc.compile(model, fast_math=False).run(inputs)["y"])
+
+
+def test_direct_conv_sums_in_im2cols_order(monkeypatch):
+    """Without fast-math the direct conv gives im2col's sums bit for bit."""
     model = single_node_model("Conv", (1, 8, 13, 21), [weight("w", (16, 8, 3, 3), 1),
                                                          weight("b", (16,), 2)],
                               pads=[1, 1, 1, 1])
-    inputs = random_inputs(model, 5)
-    direct = polyc.compile(model, fast_math=False).run(inputs)["y"]
-    monkeypatch.setattr(conv, "_direct_fits", lambda *args: False)
-    im2col = polyc.compile(model, fast_math=False).run(inputs)["y"]
-    np.testing.assert_array_equal(direct, im2col)
+    assert_same_sums_without(model, monkeypatch, "_direct_fits", lambda *args: False)
 
 
 def test_depthwise_conv_is_one_map_with_its_window_summed():
@@ -228,16 +233,10 @@ def test_depthwise_interior_and_border(case):
 
 def test_depthwise_map_sums_in_the_reduce_order(monkeypatch):
     """Without fast-math the Map gives the Reduce's sums bit for bit (same order)."""
-    from polyc.frontend.ops import conv
-
     model = single_node_model("Conv", (1, 3, 21, 19), [weight("w", (3, 1, 3, 3), 1),
                                                          weight("b", (3,), 2)],
                               group=3, pads=[1, 1, 1, 1])
-    inputs = random_inputs(model, 4)
-    as_map = polyc.compile(model, fast_math=False).run(inputs)["y"]
-    monkeypatch.setattr(conv, "UNROLLED_KERNEL", 0)
-    as_reduce = polyc.compile(model, fast_math=False).run(inputs)["y"]
-    np.testing.assert_array_equal(as_map, as_reduce)
+    assert_same_sums_without(model, monkeypatch, "UNROLLED_KERNEL", 0)
 
 
 # -- ConvTranspose --------------------------------------------------------------------

@@ -26,7 +26,7 @@ import islpy as isl
 
 from polyc.codegen.vector import MARK as VECTOR_MARK
 from polyc.codegen.vector import REGISTER_TILE
-from polyc.islutil import statement_names, union_of
+from polyc.islutil import map_bottom_up, statement_names, union_of
 from polyc.scop.model import Scop
 
 MIN_INTERIOR = 0.25  # split when at least this share of the instances is interior
@@ -37,19 +37,7 @@ def split_borders(scop: Scop, schedule: isl.Schedule) -> tuple[isl.Schedule, lis
     """``schedule`` with the interior of every eligible outermost band split from its
     border, and a note per split."""
     notes: list[str] = []
-    failures: list[BaseException] = []
-
-    def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
-        try:
-            return _split(scop, node, notes)
-        except BaseException as err:  # isl swallows callback exceptions: keep them
-            failures.append(err)
-            return node
-
-    result = schedule.map_schedule_node_bottom_up(visit)
-    if failures:
-        raise failures[0]
-    return result, notes
+    return map_bottom_up(schedule, lambda node: _split(scop, node, notes)), notes
 
 
 def _split(scop: Scop, node: isl.ScheduleNode, notes: list[str]) -> isl.ScheduleNode:

@@ -33,7 +33,14 @@ import islpy as isl
 
 from polyc.codegen.parallel import MARK
 from polyc.codegen.vector import MARK as VECTOR_MARK
-from polyc.islutil import single_multi_aff, span, statement_names, union_maps, union_sets
+from polyc.islutil import (
+    map_bottom_up,
+    single_multi_aff,
+    span,
+    statement_names,
+    union_maps,
+    union_sets,
+)
 from polyc.scheduler.base import ScheduleResult
 from polyc.scheduler.notation import format_aff
 from polyc.scop.model import Scop
@@ -70,23 +77,16 @@ def mark_parallel(scop: Scop, schedule: isl.Schedule, *, min_instances: int | No
     The marks rely on the coincident flags; check them with
     :func:`polyc.scheduler.legality.check_parallel`."""
     notes: list[str] = []
-    failures: list[BaseException] = []
     min_instances = MIN_INSTANCES if min_instances is None else min_instances
 
     def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
-        try:
-            if node.get_type() == isl.schedule_node_type.band:
-                member = _target(scop, node, min_instances)
-                if member is not None:
-                    return _mark(node, member, notes)
-        except BaseException as err:  # isl swallows callback exceptions: keep them
-            failures.append(err)
+        if node.get_type() == isl.schedule_node_type.band:
+            member = _target(scop, node, min_instances)
+            if member is not None:
+                return _mark(node, member, notes)
         return node
 
-    result = schedule.map_schedule_node_bottom_up(visit)
-    if failures:
-        raise failures[0]
-    return result, notes
+    return map_bottom_up(schedule, visit), notes
 
 
 def _target(scop: Scop, band: isl.ScheduleNode, min_instances: int) -> int | None:

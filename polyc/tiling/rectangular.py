@@ -18,7 +18,7 @@ from __future__ import annotations
 import islpy as isl
 
 from polyc.errors import PolycError
-from polyc.islutil import multi_union, span, statement_names, union_maps
+from polyc.islutil import map_bottom_up, multi_union, span, statement_names, union_maps
 from polyc.scop.model import Scop
 from polyc.tiling.cache import host_caches, tile_size
 from polyc.tiling.order import innermost_member
@@ -46,24 +46,17 @@ def tile_bands(scop: Scop, schedule: isl.Schedule, sizes: Lookup | int | None = 
     if not callable(sizes):
         sizes = per_statement(sizes, scop, "tile_size", tile_sizes)
     notes: list[str] = []
-    failures: list[BaseException] = []
 
     def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
-        try:
-            if _tileable(node) and not _only(node, skip):
-                size = sizes(statement_names(node.get_domain()))
-                return _tile_one(scop, node, size, notes, diamond)
-        except BaseException as err:  # isl swallows callback exceptions: keep them
-            failures.append(err)
+        if _tileable(node) and not _only(node, skip):
+            size = sizes(statement_names(node.get_domain()))
+            return _tile_one(scop, node, size, notes, diamond)
         return node
 
     ctx = scop.ctx
     ctx.set_tile_scale_tile_loops(0)   # tile loops count tiles: i = size * T + p
     ctx.set_tile_shift_point_loops(1)  # point loops run from 0 within their tile
-    result = schedule.map_schedule_node_bottom_up(visit)
-    if failures:
-        raise failures[0]
-    return result, notes
+    return map_bottom_up(schedule, visit), notes
 
 
 def _only(node: isl.ScheduleNode, names: set[str]) -> bool:
