@@ -12,6 +12,7 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from onnx.backend.test.case.test_case import TestCase
@@ -160,11 +161,20 @@ def _first_line(error: BaseException) -> str:
     return lines[0] if lines else ""
 
 
+PACKAGE = Path(__file__).resolve().parent.parent  # polyc/, the package itself
+
+
 def _where(error: BaseException) -> str:
-    """' (at polyc/x.py:12)': the innermost frame in polyc where ``error`` was raised."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if "/polyc/" in f.filename and "/polyc/conformance/" not in f.filename]
+    """' (at polyc/x.py:12)': the innermost frame in polyc's package (not the harness
+    here, nor a test in a checkout that is itself named polyc) where ``error`` was
+    raised."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if _in_package(f.filename)]
     if not frames:
         return ""
-    path = frames[-1].filename
-    return f" (at {path[path.rindex('/polyc/') + 1:]}:{frames[-1].lineno})"
+    path = Path(frames[-1].filename).resolve().relative_to(PACKAGE.parent)
+    return f" (at {path.as_posix()}:{frames[-1].lineno})"
+
+
+def _in_package(filename: str) -> bool:
+    path = Path(filename).resolve()
+    return path.is_relative_to(PACKAGE) and not path.is_relative_to(PACKAGE / "conformance")
