@@ -1,6 +1,6 @@
 """Threads on a busy machine: polyc's parallel loops idle and under load, next to onnxruntime.
 
-    python benchmarks/threads.py [--repeat 20] [--rounds 3] [--load 2] [--threads 1,2]
+    python benchmarks/threads.py [--repeat 20] [--rounds 3] [--load 4] [--threads 1,2]
                                  [--cases mlp,matmul_relu512] [--env GOMP_SPINCOUNT=300000]
                                  [--json out.json]
 
@@ -155,8 +155,9 @@ def environment(assignments: str) -> dict:
 
 
 def options(parser) -> None:
-    parser.add_argument("--load", type=int, default=os.cpu_count(),
-                        help="busy-loop processes of the loaded phases (default: one per CPU)")
+    parser.add_argument("--load", type=int, default=2 * os.cpu_count(),
+                        help="busy-loop processes of the loaded phases (default: two per CPU; "
+                             "with one per CPU libgomp's default spinning was rarely slow)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="idle and loaded phases, interleaved")
     parser.add_argument("--env", action="append",
