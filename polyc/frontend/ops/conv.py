@@ -36,6 +36,9 @@ UNROLLED_KERNEL = 49
 # A direct conv's pixel count is a multiple of this (whole 64-, 32- or 16-wide tiles).
 DIRECT_COLUMNS = 64
 DIRECT_MIN_CHANNELS = 8  # fewer output channels than a register tile's rows: im2col
+# At most this many pixels computed per output pixel (7x7: 64 for 49; 4x4: 64 for 16,
+# which im2col ran in a quarter of the time).
+DIRECT_MAX_WASTE = 1.5
 
 
 @onnx_op("Conv", 1, 11, 22)
@@ -127,11 +130,21 @@ def _check_shapes(ctx, X, W, B, group: int, kernel_shape, *, transposed: bool) -
 
 
 def _direct_fits(groups: int, win: Window, m_size: int) -> bool:
-    """A 2-D, ungrouped, stride-1 conv with a kernel larger than 1x1 and at least
-    :data:`DIRECT_MIN_CHANNELS` output channels (a register tile's rows) is direct
+    """A 2-D, ungrouped, stride-1 conv with a kernel larger than 1x1, at least
+    :data:`DIRECT_MIN_CHANNELS` output channels (a register tile's rows) and at most
+    :data:`DIRECT_MAX_WASTE` times its output pixels computed is direct
     (:func:`_direct`)."""
-    return (groups == 1 and win.rank == 2 and set(win.strides) == {1} and size(win.kernel) > 1
-            and m_size >= DIRECT_MIN_CHANNELS)
+    if groups != 1 or win.rank != 2 or set(win.strides) != {1} or size(win.kernel) == 1:
+        return False
+    return (m_size >= DIRECT_MIN_CHANNELS
+            and _direct_grid(win)[1] <= DIRECT_MAX_WASTE * size(win.out))
+
+
+def _direct_grid(win: Window) -> tuple[int, int]:
+    """The padded width ``Wp`` of a direct conv's pixel grid and its pixel count
+    (``OH*Wp`` rounded up to :data:`DIRECT_COLUMNS`)."""
+    wp = win.out[1] + (win.kernel[1] - 1) * win.dilations[1]
+    return wp, -(-win.out[0] * wp // DIRECT_COLUMNS) * DIRECT_COLUMNS
 
 
 def _direct(ctx, X, W, B, win: Window):
@@ -156,8 +169,7 @@ def _direct(ctx, X, W, B, win: Window):
     n_size, c_size = X.shape[:2]
     m_size = W.shape[0]
     (oh, ow), (kh, kw), (dh, dw) = win.out, win.kernel, win.dilations
-    wp = ow + (kw - 1) * dw
-    pixels = -(-oh * wp // DIRECT_COLUMNS) * DIRECT_COLUMNS
+    wp, pixels = _direct_grid(win)
     rows = -(-((kh - 1) * dh * wp + (kw - 1) * dw + pixels) // wp)
     index = identity_index(2) + (Ix(((2, 1),), -win.begin[0]), Ix(((3, 1),), -win.begin[1]))
     padded = ctx.map((n_size, c_size, rows, wp), Read(X.name, index, "fill", 0.0),
