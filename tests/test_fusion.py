@@ -85,3 +85,29 @@ def test_a_column_wise_consumer_does_not_join():
     compiled = polyc.compile(model, threads=1)
     np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
                                rtol=RTOL, atol=1e-5)
+
+
+def test_a_transposed_reader_is_no_epilogue_of_a_conv():
+    """A Sigmoid reading a conv's output through Reshape + Transpose (a detector head)
+    stays out of the conv's group: fused, the scheduler split the product's band and
+    the conv lost its register-tile recipe. A Relu reading it in place joins it."""
+    import numpy as np
+    from onnx import helper
+
+    import polyc
+
+    from onnx_helpers import make_model
+
+    w = np.random.default_rng(0).standard_normal((18, 16, 1, 1)).astype(np.float32)
+    shape = np.array([1, 3, 6, 20, 20], np.int64)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]),
+             helper.make_node("Reshape", ["c", "shape"], ["r"]),
+             helper.make_node("Transpose", ["r"], ["t"], perm=[0, 1, 3, 4, 2]),
+             helper.make_node("Sigmoid", ["t"], ["y"])]
+    model = make_model(nodes, [("x", [1, 16, 20, 20])], ["y"],
+                       initializers=[("w", w), ("shape", shape)])
+    compiled = polyc.compile(model)
+    groups = compiled.compilation.groups.groups
+    assert not any(any("sigmoid" in s for s in g) and any("conv" in s for s in g)
+                   for g in groups)
+    assert any(d.startswith("tiling: contraction") for d in compiled.schedule.decisions)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from polyc.errors import PolycError
+from polyc.islutil import flat_offset
 from polyc.scop.model import Scop, Statement
 
 POLICIES = ("none", "smart", "max")
@@ -48,7 +49,7 @@ def fuse(scop: Scop, *, policy: str = "smart", inlined: tuple[str, ...] = ()) ->
     elif policy == "none":
         runs = ops
     else:
-        runs = _smart_runs(ops)
+        runs = _smart_runs(scop, ops)
     return FusionGroups(policy, tuple(tuple(s.name for s in run) for run in runs), inlined)
 
 
@@ -61,21 +62,22 @@ def canonical_policy(policy: str) -> str:
     return policy
 
 
-def _smart_runs(ops: list[list[Statement]]) -> list[list[Statement]]:
+def _smart_runs(scop: Scop, ops: list[list[Statement]]) -> list[list[Statement]]:
     runs: list[list[Statement]] = []
     for op in ops:
-        if runs and (_is_epilogue(op, runs[-1][-1]) or _shares_rows(op, runs[-1])):
+        if runs and (_is_epilogue(scop, op, runs[-1][-1]) or _shares_rows(op, runs[-1])):
             runs[-1].extend(op)
         else:
             runs.append(list(op))
     return runs
 
 
-def _is_epilogue(op: list[Statement], producer: Statement) -> bool:
+def _is_epilogue(scop: Scop, op: list[Statement], producer: Statement) -> bool:
     """An elementwise statement over the producer's output that reads that output: it
     writes a box of the same shape, or reads every element the producer writes once
-    per instance (through a view: a convolution writes (n, m, pixels), its Relu
-    (n, m, h, w))."""
+    per instance, at the row-major offset it writes (through a reshaping view: a
+    convolution writes (n, m, pixels), its Relu (n, m, h, w); not a transposed read,
+    which the scheduler would fuse into the product's loops, costing its recipe)."""
     if len(op) != 1:
         return False
     (statement,) = op
@@ -87,9 +89,17 @@ def _is_epilogue(op: list[Statement], producer: Statement) -> bool:
         return False  # a window over the output (a depthwise conv): not elementwise
     if same_box:
         return True
-    return reads[0].is_injective() and \
-        reads[0].domain().is_equal(statement.domain) and \
-        reads[0].range().is_equal(producer.write.relation.range())
+    return (reads[0].is_injective() and reads[0].domain().is_equal(statement.domain)
+            and reads[0].range().is_equal(producer.write.relation.range())
+            and _same_offsets(scop, statement.write, reads[0], producer.write.array))
+
+
+def _same_offsets(scop: Scop, write, read: isl.Map, read_array: str) -> bool:
+    """Whether each instance reads the element at the row-major offset it writes."""
+    shapes = [scop.array(write.array).shape, scop.array(read_array).shape]
+    if any(isinstance(e, str) for shape in shapes for e in shape):
+        return False
+    return flat_offset(write.relation, shapes[0]).is_equal(flat_offset(read, shapes[1]))
 
 
 def _shares_rows(op: list[Statement], run: list[Statement]) -> bool:
