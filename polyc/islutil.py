@@ -52,6 +52,15 @@ def span(values: isl.Set, dim: int) -> int | None:
     return high.to_python() - low.to_python() + 1
 
 
+def band_above(node: isl.ScheduleNode) -> bool:
+    """Whether a band node is an ancestor of ``node`` in its schedule tree."""
+    while node.has_parent():
+        node = node.parent()
+        if node.get_type() == isl.schedule_node_type.band:
+            return True
+    return False
+
+
 def statement_names(uset: isl.UnionSet) -> set[str]:
     """The tuple names of the sets in ``uset`` (e.g. the statements reaching a node)."""
     return {part.get_tuple_name() for part in union_sets(uset)}

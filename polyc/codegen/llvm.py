@@ -151,13 +151,13 @@ def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...],
     params.update(zip(symbolic, fn.args[len(arrays):]))
     emitter = _LoopEmitter(fn, pointers, program, params, threads=threads)
     nests = parts(program.root)
-    timers = Timers(module, len(nests)) if profile else None
+    timers = Timers(module, len(nests), emitter.entry_alloca) if profile else None
     for k, part in enumerate(nests):
         part_fn, args = _emit_part(module, emitter, part, program, symbolic, threads)
         if timers is None:
             emitter.builder.call(part_fn, args)
         else:
-            timers.call(emitter.builder, emitter.entry_alloca, k, part_fn, args)
+            timers.call(emitter.builder, k, part_fn, args)
     emitter.builder.ret_void()
     return fn
 

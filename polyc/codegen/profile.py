@@ -43,7 +43,9 @@ PTR = ir.PointerType()
 class Timers:
     """The counters of one module and the code that reads the clock around a call."""
 
-    def __init__(self, module: ir.Module, n_parts: int):
+    def __init__(self, module: ir.Module, n_parts: int, alloca):
+        """``alloca(type)`` gives an entry-block slot of the function that will make
+        the timed calls."""
         typ = ir.ArrayType(I64, max(n_parts, 1))
         self.counters = ir.GlobalVariable(module, typ, name=COUNTERS)
         self.counters.linkage = "internal"
@@ -52,13 +54,10 @@ class Timers:
         self.clock = ir.Function(module, ir.FunctionType(I32, [I32, PTR]), name="clock_gettime")
         accessor = ir.Function(module, ir.FunctionType(PTR, []), name=COUNTERS_FUNCTION)
         ir.IRBuilder(accessor.append_basic_block("entry")).ret(self.counters)
-        self._slot = None
+        self._slot = alloca(ir.LiteralStructType([I64, I64]))  # a struct timespec
 
-    def call(self, b: ir.IRBuilder, alloca, k: int, fn: ir.Function, args: list) -> None:
-        """``fn(args)`` with its time added to counter ``k``; ``alloca(type)`` gives an
-        entry-block slot of the caller."""
-        if self._slot is None or self._slot.parent.parent is not b.function:
-            self._slot = alloca(ir.LiteralStructType([I64, I64]))
+    def call(self, b: ir.IRBuilder, k: int, fn: ir.Function, args: list) -> None:
+        """``fn(args)`` with its time added to counter ``k``."""
         start = self._now(b)
         b.call(fn, args)
         elapsed = b.sub(self._now(b), start)
@@ -102,27 +101,23 @@ def _nbytes(scop: Scop, name: str) -> int:
 
 
 def _flops(scop: Scop, statement: Statement) -> int:
-    per_instance = _float_ops(statement.body, statement, scop)
+    per_instance, _ = _float_ops(statement.body, statement, scop)
     return per_instance * instances(statement.domain, scop) if per_instance else 0
 
 
-def _float_ops(expr, statement: Statement, scop: Scop) -> int:
-    """Float arithmetic calls in a body (loads and integer arithmetic cost nothing)."""
+def _float_ops(expr, statement: Statement, scop: Scop) -> tuple[int, str]:
+    """The float arithmetic calls in a body (loads and integer arithmetic cost nothing)
+    and the body's dtype, in one walk."""
+    if isinstance(expr, Load):
+        return 0, scop.array(statement.reads[expr.k].array).dtype
     if isinstance(expr, LoadAt):
-        return _float_ops(expr.at, statement, scop)
+        ops, _ = _float_ops(expr.at, statement, scop)
+        return ops, scop.array(statement.reads[expr.k].array).dtype
     if not isinstance(expr, Call):
-        return 0
-    inner = sum(_float_ops(arg, statement, scop) for arg in expr.args)
-    dtypes = tuple(_dtype(arg, statement, scop) for arg in expr.args)
-    return inner + (result_dtype(expr.fn, dtypes).startswith("float"))
-
-
-def _dtype(expr, statement: Statement, scop: Scop) -> str:
-    if isinstance(expr, (Load, LoadAt)):
-        return scop.array(statement.reads[expr.k].array).dtype
-    if isinstance(expr, Call):
-        return result_dtype(expr.fn, tuple(_dtype(a, statement, scop) for a in expr.args))
-    return expr.dtype
+        return 0, expr.dtype
+    args = [_float_ops(arg, statement, scop) for arg in expr.args]
+    dtype = result_dtype(expr.fn, tuple(d for _, d in args))
+    return sum(ops for ops, _ in args) + dtype.startswith("float"), dtype
 
 
 def instances(domain: isl.Set, scop: Scop) -> int:

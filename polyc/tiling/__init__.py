@@ -148,10 +148,10 @@ def _neighbours(schedule: isl.Schedule, c: Contraction, candidates: list[Attache
 
 
 def _packed_by(packed) -> str:
-    if packed.contraction.inner:
+    if packed.in_place and packed.contraction.inner:
         return f"{packed.source} read in place (reductions in the tile: " \
             f"{len(packed.contraction.reductions)} loops)"
-    if packed.array == packed.source:
+    if packed.in_place:
         return f"{packed.source} read in place (few rows)"
     by = f"by {packed.copy.name}" if packed.copy else "at compile time"
     return f"{packed.source} packed into {packed.array} {by}"

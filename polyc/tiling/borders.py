@@ -22,11 +22,13 @@ depthwise windows); the legality checker checks the result like every other sche
 
 from __future__ import annotations
 
+import math
+
 import islpy as isl
 
 from polyc.codegen.vector import MARK as VECTOR_MARK
 from polyc.codegen.vector import REGISTER_TILE
-from polyc.islutil import map_bottom_up, statement_names, union_of
+from polyc.islutil import band_above, map_bottom_up, span, statement_names, union_of, union_sets
 from polyc.scop.model import Scop
 
 MIN_INTERIOR = 0.25  # split when at least this share of the instances is interior
@@ -41,7 +43,7 @@ def split_borders(scop: Scop, schedule: isl.Schedule) -> tuple[isl.Schedule, lis
 
 
 def _split(scop: Scop, node: isl.ScheduleNode, notes: list[str]) -> isl.ScheduleNode:
-    if node.get_type() != isl.schedule_node_type.band or _below_band(node):
+    if node.get_type() != isl.schedule_node_type.band or band_above(node):
         return node
     names = sorted(statement_names(node.get_domain()))
     statements = [scop.statement(n) for n in names]
@@ -96,15 +98,6 @@ def _interior(statement) -> isl.Set:
     return inside
 
 
-def _below_band(node: isl.ScheduleNode) -> bool:
-    """Whether a band is an ancestor of ``node`` (only outermost bands split)."""
-    while node.has_parent():
-        node = node.parent()
-        if node.get_type() == isl.schedule_node_type.band:
-            return True
-    return False
-
-
 def _marked(node: isl.ScheduleNode) -> bool:
     """Whether a vector or register-tile mark lies below ``node`` (a contraction's
     recipe: left as it is)."""
@@ -126,14 +119,11 @@ def _share(part: isl.UnionSet, whole: isl.UnionSet) -> float:
 
 
 def _size(instances: isl.UnionSet) -> int:
+    """The points of the bounding boxes of ``instances``' sets (0 if one is unbounded)."""
     total = 0
-    for k in range(instances.n_set()):
-        piece = instances.get_set_list().get_at(k)
-        size = 1
-        for d in range(piece.dim(isl.dim_type.set)):
-            low, high = piece.dim_min_val(d), piece.dim_max_val(d)
-            if not (low.is_int() and high.is_int()):
-                return 0
-            size *= high.to_python() - low.to_python() + 1
-        total += size
+    for piece in union_sets(instances):
+        extents = [span(piece, d) for d in range(piece.dim(isl.dim_type.set))]
+        if None in extents:
+            return 0
+        total += math.prod(extents)
     return total

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from polyc.frontend.core import Call, Const
-from polyc.islutil import box, flat_offset, union_maps, union_sets
+from polyc.islutil import band_above, box, flat_offset, union_maps, union_sets
 from polyc.scop.model import Load, Scop, Statement
 from polyc.tiling.order import band_rows, coefficients, moving_dims
 
@@ -94,18 +94,8 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
     if c is None:
         return None
     if c.inner:  # the recipe replaces this band and the ones below it (Pluto skews
-        return c if _outermost(band) else None  # a serial multi-loop reduction)
+        return None if band_above(band) else c  # a serial multi-loop reduction)
     return c if _unit_rows(scop, band, statement) else None
-
-
-def _outermost(band: isl.ScheduleNode) -> bool:
-    """No band above ``band`` (the first of the statement's chain of bands)."""
-    node = band
-    while node.has_parent():
-        node = node.parent()
-        if node.get_type() == isl.schedule_node_type.band:
-            return False
-    return True
 
 
 def _operands(statement: Statement) -> tuple[int, int] | None:

@@ -45,14 +45,20 @@ from polyc.tiling.contraction import Contraction
 
 @dataclasses.dataclass(frozen=True)
 class Packed:
-    """What packing made for one contraction."""
+    """What packing made for one contraction (nothing, when ``b`` is read in place:
+    ``array`` is then ``source`` and there is no copy)."""
 
     contraction: Contraction
     copy: Statement | None  # the packing statement P; None: packed at compile time
     array: str  # the packed array's name
     nr: int
     source: str  # the array it copies
-    to_statement: isl.Map  # a copy instance -> an instance of S reading the same element
+    # a copy instance -> an instance of S reading the same element (None without a copy)
+    to_statement: isl.Map | None
+
+    @property
+    def in_place(self) -> bool:
+        return self.array == self.source
 
 
 # A computed b read with stride 1 along j is read in place when it has at most this
