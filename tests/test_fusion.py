@@ -111,3 +111,39 @@ def test_a_transposed_reader_is_no_epilogue_of_a_conv():
     assert not any(any("sigmoid" in s for s in g) and any("conv" in s for s in g)
                    for g in groups)
     assert any(d.startswith("tiling: contraction") for d in compiled.schedule.decisions)
+
+
+def test_a_window_is_not_fused_with_its_producer():
+    """MobileNet's 1x1 conv + ReLU6 + depthwise 3x3 + ReLU6: the first Clip joins the
+    conv (an epilogue through the conv's view), the depthwise conv (a window over the
+    Clip's output) gets a group of its own, whose interior is split from its border;
+    results match onnxruntime."""
+    import numpy as np
+    from onnx import helper
+
+    import polyc
+
+    from onnx_helpers import make_model, random_inputs, run_onnxruntime
+
+    rng = np.random.default_rng(0)
+    weights = [("w1", rng.standard_normal((24, 8, 1, 1)).astype(np.float32)),
+               ("w2", rng.standard_normal((24, 1, 3, 3)).astype(np.float32)),
+               ("lo", np.array(0, np.float32)), ("hi", np.array(6, np.float32))]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], name="expand"),
+             helper.make_node("Clip", ["a", "lo", "hi"], ["b"], name="clip1"),
+             helper.make_node("Conv", ["b", "w2"], ["c"], name="dw", group=24,
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Clip", ["c", "lo", "hi"], ["y"], name="clip2")]
+    model = make_model(nodes, [("x", [1, 8, 30, 30])], ["y"], initializers=weights)
+    compiled = polyc.compile(model)
+    scop = compiled.compilation.scop
+    group_of = {s: k for k, g in enumerate(compiled.compilation.groups.groups) for s in g}
+    node_of = {s.name: s.node for s in scop.statements}
+    conv = next(s for s, n in node_of.items() if n == "expand" and s.endswith("_update"))
+    clip1 = next(s for s, n in node_of.items() if n == "clip1")
+    clip2 = next(s for s, n in node_of.items() if n == "clip2")
+    assert group_of[clip1] == group_of[conv] != group_of[clip2]
+    assert any(f"{clip2}: interior split" in d for d in compiled.schedule.decisions)
+    inputs = random_inputs(model, 0)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=1e-4, atol=1e-4)
