@@ -144,3 +144,24 @@ def test_mixed_models_match_onnxruntime(fuse):
     groups = str(compiled.compilation.groups)
     assert "inline: S3_add into S4_relu (a)\ninline: S4_relu into S5_mul (r)\n" in groups
     assert "S0_sigmoid" in groups  # read by the matmul once per column: kept
+
+
+def test_a_producer_read_twice_is_inlined_once():
+    """SiLU of a padded 5x5 depthwise conv, ``c * sigmoid(c)``: the consumer reads the
+    window's 25 taps once (one subtree for both reads of ``c``, which codegen emits
+    once), not twice; results match onnxruntime."""
+    rng = np.random.default_rng(0)
+    weights = [("w", rng.standard_normal((8, 1, 5, 5)).astype(np.float32)),
+               ("b", rng.standard_normal(8).astype(np.float32))]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=8, pads=[2, 2, 2, 2]),
+             helper.make_node("Sigmoid", ["c"], ["g"]),
+             helper.make_node("Mul", ["c", "g"], ["y"])]
+    model = make_model(nodes, [("x", [1, 8, 9, 11])], ["y"], initializers=weights)
+    scop, notes = inline_temporaries(scop_of(model))
+    (statement,) = scop.statements
+    assert [a.kind for a in scop.arrays if a.name in ("c", "g")] == []
+    assert sum(r.array == "x" for r in statement.reads) == 25
+    assert statement.body.fn == "mul"
+    first, second = statement.body.args
+    assert first is second.args[0]  # c and sigmoid's argument: the same subtree
+    check(model)

@@ -514,21 +514,29 @@ class _LoopEmitter:
         return b.gep(self._pointer(access.array), [element], inbounds=True,
                      source_etype=self._memory_type(access.array))
 
-    def _body(self, expr, load, lanes: int | None) -> tuple[ir.Value, str]:
+    def _body(self, expr, load, lanes: int | None, memo: dict | None = None
+              ) -> tuple[ir.Value, str]:
         """The value of a statement body and its dtype; ``load(k)`` (``load(k, at)`` for a
         LoadAt) gives the value of read ``k`` and its dtype; ``lanes`` is None for scalar
-        code."""
-        if isinstance(expr, Load):
-            return load(expr.k)
-        if isinstance(expr, LoadAt):
-            at, _ = self._body(expr.at, load, lanes)
-            return load(expr.k, at)
-        if isinstance(expr, Const):
+        code. Equal subtrees are emitted once (``memo``; a body has no control flow):
+        an inlined producer read twice (SiLU's ``c * sigmoid(c)``) is one subtree."""
+        if isinstance(expr, Const):  # not memoized: Const(0.0) == Const(-0.0)
             typ = scalars.register_type(expr.dtype, lanes)
             return scalars.constant(typ, expr.dtype, expr.value), expr.dtype
-        if isinstance(expr, Call):
-            args = [self._body(arg, load, lanes) for arg in expr.args]
+        memo = {} if memo is None else memo
+        if expr in memo:
+            return memo[expr]
+        if isinstance(expr, Load):
+            result = load(expr.k)
+        elif isinstance(expr, LoadAt):
+            at, _ = self._body(expr.at, load, lanes, memo)
+            result = load(expr.k, at)
+        elif isinstance(expr, Call):
+            args = [self._body(arg, load, lanes, memo) for arg in expr.args]
             dtypes = tuple(dtype for _, dtype in args)
             value = scalars.call(self.builder, expr.fn, [v for v, _ in args], dtypes)
-            return value, result_dtype(expr.fn, dtypes)
-        raise TypeError(f"not a statement body: {expr!r}")
+            result = value, result_dtype(expr.fn, dtypes)
+        else:
+            raise TypeError(f"not a statement body: {expr!r}")
+        memo[expr] = result
+        return result

@@ -78,8 +78,8 @@ def _is_epilogue(scop: Scop, op: list[Statement], producer: Statement) -> bool:
     per instance, at the row-major offset it writes (through a reshaping view: a
     convolution writes (n, m, pixels), its Relu (n, m, h, w); not a transposed read,
     which the scheduler would fuse into the product's loops, costing its recipe)."""
-    if len(op) != 1:
-        return False
+    if len(op) != 1 or any(r.address is not None for r in producer.reads):
+        return False  # a window with padding: its border cells run apart (tiling.borders)
     (statement,) = op
     written = statement.write.relation.range().reset_tuple_id()
     produced = producer.write.relation.range().reset_tuple_id()

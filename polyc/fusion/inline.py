@@ -9,8 +9,10 @@ composed into ``C``'s (``g . f^-1 . r``), ``P`` and ``t`` are dropped::
     S0: t0[i] = x[i] * y[i]           S1: t1[i] = x[i] * y[i] + x[i]
     S1: t1[i] = t0[i] + x[i]    ->
 
-So no element of ``t`` is recomputed (copies of ``e`` for the same element are common
-subexpressions that LLVM merges): inlining only removes the store and the load of
+So no element of ``t`` is recomputed: the reads of ``t`` in ``C`` become one subtree
+over one set of ``P``'s reads, which codegen evaluates once (SiLU's ``c * sigmoid(c)``
+of a 5x5 depthwise conv ``c``: LLVM had not merged two copies of the window, 0.84 ms
+against 0.43 ms as two passes). Inlining only removes the store and the load of
 every element (the intermediates of a fused elementwise chain
 never reach memory). Precondition (true of SCoPs built from ONNX graphs): ``t`` is a
 ``temp`` array, written by ``P`` alone, and no array ``P`` reads is written by a later
@@ -107,15 +109,19 @@ def _inline(producer: Statement, consumer: Statement) -> Statement:
     instance_of = producer.write.relation.reverse()  # t element -> P instance
     reads: list[Access] = []
     loads: dict[int, object] = {}
+    inlined = None  # every read of t reads the same element: one copy of P's body
     for k, read in enumerate(consumer.reads):
         if read.array != t:
             loads[k] = Load(len(reads))
             reads.append(read)
             continue
+        if inlined is not None:
+            loads[k] = inlined
+            continue
         to_producer = read.relation.apply_range(instance_of)
         shift = len(reads)
         reads.extend(r.pulled_back(to_producer) for r in producer.reads)
-        loads[k] = _renumber(producer.body, lambda j, shift=shift: Load(shift + j))
+        loads[k] = inlined = _renumber(producer.body, lambda j, shift=shift: Load(shift + j))
     body = _renumber(consumer.body, lambda j: loads[j])
     return replace(consumer, reads=tuple(reads), body=body)
 
