@@ -5,7 +5,8 @@ decides the loop structure. Policies:
 
 - ``none``  every core op (a Map, or a Reduce's init + update) is its own group;
 - ``smart`` an elementwise Map joins the group of the op that produced its input
-  when it runs over that op's output shape (bias, activation epilogues), and a
+  when it runs over that op's output shape (bias, activation epilogues; not after a
+  window with padding, whose border cells run apart from its interior), and a
   row-wise op joins row-wise producers it reads from row by row (softmax: max, exp,
   sum and divide fuse at the row loop); contractions never join row-wise groups;
 - ``max``   all statements form one group.
