@@ -64,6 +64,9 @@ class Instance:
     write: Offset
     reads: tuple[Offset, ...]
     guards: tuple[isl.AstExpr | None, ...] = ()  # per read: None when always inside
+    # per read with a guard: its offset unclamped (may lie outside the array where the
+    # guard fails; vector code loads it masked by the guard), else None
+    unclamped: tuple[isl.AstExpr | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ def build_ast(scop: Scop, schedule: isl.Schedule, storage: Mapping[str, str] | N
     looks their values up in ``scop.param_values``), the build context fixes them.
     """
     offsets = {s.name: _statement_offsets(scop, s) for s in scop.statements}
+    raws = {s.name: [_unclamped_offset(scop, r) for r in s.reads] for s in scop.statements}
     instances: list[Instance] = []
     failures: list[BaseException] = []
 
@@ -110,7 +114,9 @@ def build_ast(scop: Scop, schedule: isl.Schedule, storage: Mapping[str, str] | N
             write, *reads = [_expr(build, off, iterators) for off in offsets[name]]
             statement = scop.statement(name)
             guards = tuple(_guard(build, r.guard, schedule_map) for r in statement.reads)
-            instances.append(Instance(statement, write, tuple(reads), guards))
+            unclamped = tuple(None if g is None or raw is None else _expr(build, raw, iterators)
+                              for g, raw in zip(guards, raws[name]))
+            instances.append(Instance(statement, write, tuple(reads), guards, unclamped))
             return node.set_annotation(isl.Id(f"I{len(instances) - 1}", context=scop.ctx))
         except BaseException as err:  # isl swallows callback exceptions: keep them
             failures.append(err)
@@ -158,6 +164,13 @@ def _statement_offsets(scop: Scop, statement: Statement
         else:
             result.append(flat_offset(access.loaded, array.shape))
     return result
+
+
+def _unclamped_offset(scop: Scop, access) -> isl.PwAff | None:
+    """The flat offset of a guarded read extended past its guard (``Access.unclamped``),
+    or None (no guard, a symbolic shape, not affine)."""
+    array, raw = scop.array(access.array), access.unclamped
+    return None if raw is None or not array.flat else flat_offset(raw, array.shape)
 
 
 def _expr(build: isl.AstBuild, offset, iterators: isl.PwMultiAff) -> Offset:

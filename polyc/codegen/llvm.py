@@ -25,7 +25,7 @@ from llvmlite import ir
 
 from polyc.codegen import parallel, scalars, vector
 from polyc.codegen.ast import LoopProgram, Offset, children, parts
-from polyc.codegen.exprs import FAST, I1, I64, int_expr
+from polyc.codegen.exprs import FAST, I1, I64, INT_OPS, int_expr
 from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
 from polyc.codegen.profile import Timers
 from polyc.errors import CodegenError
@@ -189,10 +189,16 @@ def loop_hints(module: ir.Module) -> ir.MDValue:
     return loop_id
 
 
-def _lane_by_lane(instance) -> bool:
-    """Whether a statement instance must run scalar even under a vector mark: bounded
-    reads (a guard per element) and lookups (an address per element) load lane by lane."""
-    return any(instance.guards) or any(r.lookup is not None for r in instance.statement.reads)
+def _lane_by_lane(instance, iterator: str) -> bool:
+    """Whether a statement instance must run scalar even under a vector mark: lookups
+    (an address per element) load lane by lane, and so do bounded reads but those whose
+    guard is a lane-wise condition on ``iterator`` and whose unclamped offset is known
+    (loaded masked by the guard)."""
+    if any(r.lookup is not None for r in instance.statement.reads):
+        return True
+    return any(guard is not None and (instance.unclamped[k] is None
+                                      or not vector.lane_wise(guard, iterator))
+               for k, guard in enumerate(instance.guards))
 
 
 def _contains_loop(node: isl.AstNode) -> bool:
@@ -259,7 +265,8 @@ class _LoopEmitter:
             lanes = vector.loop_lanes(node, self._offsets, self._arrays)
         else:
             lanes = None
-        if lanes is not None and _lane_by_lane(self.program.instance(lanes.user)):
+        if lanes is not None and _lane_by_lane(self.program.instance(lanes.user),
+                                               lanes.iterator):
             lanes = None
         if lanes is not None and self.vector:
             self.vector_user(lanes)
@@ -302,10 +309,11 @@ class _LoopEmitter:
         body = node.for_get_body()
         if body.get_type() != isl.ast_node_type.user:
             return False
+        instance = self.program.instance(body)
+        statement = instance.statement
         trips = vector.trip_count(node)
-        if trips is not None and trips < vector.LANES:
-            return False
-        statement = self.program.instance(body).statement
+        if trips is not None and trips < vector.LANES and not any(instance.guards):
+            return False  # (guarded loads: masked lanes beat a guard per element)
         return all(r.array != statement.write.array for r in statement.reads)
 
     def _arrays(self, user: isl.AstNode) -> list[str]:
@@ -400,8 +408,12 @@ class _LoopEmitter:
                       self.threads)
 
     def _offsets(self, user: isl.AstNode) -> list[isl.AstExpr]:
+        """The access offsets of a user node as vector code uses them (write first): a
+        guarded read's unclamped offset."""
         instance = self.program.instance(user)
-        return [instance.write, *instance.reads]
+        return [instance.write, *(instance.unclamped[k] if instance.guards
+                                  and instance.unclamped[k] is not None else offset
+                                  for k, offset in enumerate(instance.reads))]
 
     def vector_user(self, lanes: vector.Lanes) -> None:
         """One vector instance of a statement for the lanes ``init..bound``."""
@@ -423,8 +435,11 @@ class _LoopEmitter:
 
         def load(k: int, at=None) -> tuple[ir.Value, str]:
             array = statement.reads[k].array
-            address = self._address(array, instance.reads[k])
             element, dtype = self._memory_type(array), self._dtype(array)
+            guard = instance.guards[k] if instance.guards else None
+            if guard is not None:  # lanes outside the array: masked off, the fill
+                return self._guarded_load(lanes, k, mask), dtype
+            address = self._address(array, instance.reads[k])
             if lanes.strides[1 + k]:
                 value = vector.load(b, address, mask, element)
                 return scalars.from_memory(b, value, dtype), dtype
@@ -434,6 +449,32 @@ class _LoopEmitter:
         value, dtype = self._body(statement.body, load, vector.LANES)
         address = self._address(statement.write.array, instance.write)
         vector.store(b, scalars.to_memory(b, value, dtype), address, mask)
+
+    def _guarded_load(self, lanes: vector.Lanes, k: int, mask) -> ir.Value:
+        """Read ``k`` (with a guard) of the vector statement ``lanes``: loaded at its
+        unclamped offset where the guard holds (and ``mask``), its fill elsewhere."""
+        b = self.builder
+        instance = self.program.instance(lanes.user)
+        access = instance.statement.reads[k]
+        element, dtype = self._memory_type(access.array), self._dtype(access.array)
+        first = b.load(self._iterator_slot(lanes.iterator), typ=I64)
+        inside = vector.lane_condition(b, instance.guards[k], self.int_value, lanes.iterator,
+                                       first, INT_OPS)
+        if mask is not None:
+            inside = b.and_(inside, mask)
+        # not inbounds: the first lane's element may lie before the array
+        address = b.gep(self._pointer(access.array),
+                        [self._element(access.array, instance.unclamped[k])],
+                        source_etype=element)
+        fill = scalars.constant(scalars.register_type(dtype, vector.LANES), dtype,
+                                access.fill)
+        if lanes.strides[1 + k]:
+            return scalars.from_memory(b, vector.load(b, address, inside, element,
+                                                      scalars.to_memory(b, fill, dtype)), dtype)
+        # one element for every lane: loaded at its clamped offset, always inside
+        clamped = self._address(access.array, instance.reads[k])
+        scalar = b.load(clamped, typ=element, align=scalars.alignment(element))
+        return b.select(inside, vector.splat(b, scalars.from_memory(b, scalar, dtype)), fill)
 
     def user(self, node: isl.AstNode) -> None:
         instance = self.program.instance(node)

@@ -205,16 +205,80 @@ def _suffix(element: ir.Type) -> str:
 
 
 def load(b: ir.IRBuilder, address: ir.Value, mask: ir.Value | None,
-         element: ir.Type = F32) -> ir.Value:
+         element: ir.Type = F32, passthru: ir.Value | None = None) -> ir.Value:
     """LANES consecutive ``element`` values from ``address`` (the lanes off in ``mask``
-    are not read)."""
+    are not read: they take ``passthru``'s value, or zero)."""
     vec, align = ir.VectorType(element, LANES), alignment(element)
     if mask is None:
         return b.load(address, typ=vec, align=align)
     fn = b.module.declare_intrinsic(
         f"llvm.masked.load.v{LANES}{_suffix(element)}.p0",
         fnty=ir.FunctionType(vec, [ir.PointerType(), I32, MASK, vec]))
-    return b.call(fn, [address, ir.Constant(I32, align), mask, ir.Constant(vec, None)])
+    passthru = ir.Constant(vec, None) if passthru is None else passthru
+    return b.call(fn, [address, ir.Constant(I32, align), mask, passthru])
+
+
+def uses(expr: isl.AstExpr, name: str) -> bool:
+    """Whether the AST expression ``expr`` mentions the id ``name``."""
+    kind = expr.get_type()
+    if kind == isl.ast_expr_type.id:
+        return expr.id_get_id().get_name() == name
+    if kind != isl.ast_expr_type.op:
+        return False
+    return any(uses(expr.op_get_arg(k), name) for k in range(expr.op_get_n_arg()))
+
+
+# the operators a lane-wise condition may use (those whose LLVM instructions take vectors)
+LANE_OPS = {op.add, op.sub, op.mul, op.minus, op.min, op.max, op.eq, op.le, op.lt, op.ge,
+            op.gt, op.and_, op.and_then, op.or_, op.or_else, op.select, op.cond}
+
+
+def lane_wise(expr: isl.AstExpr, iterator: str) -> bool:
+    """Whether :func:`lane_condition` can evaluate ``expr`` lane by lane."""
+    if not uses(expr, iterator) or expr.get_type() == isl.ast_expr_type.id:
+        return True
+    return expr.op_get_type() in LANE_OPS and all(
+        lane_wise(expr.op_get_arg(k), iterator) for k in range(expr.op_get_n_arg()))
+
+
+def lane_condition(b: ir.IRBuilder, expr: isl.AstExpr, scalar, iterator: str,
+                   first: ir.Value, emitters) -> ir.Value | None:
+    """The condition ``expr`` in each lane, ``iterator`` being ``first + lane`` (a
+    ``<LANES x i1>``), or None when it uses an operator outside :data:`LANE_OPS` on the
+    iterator (:func:`lane_wise` says beforehand). ``scalar(e)`` evaluates a part that
+    does not use the iterator; ``emitters`` maps operators to builders
+    (:data:`polyc.codegen.exprs.INT_OPS`)."""
+    value = _lanes_of(b, expr, scalar, iterator, first, emitters)
+    if value is None:
+        return None
+    if not isinstance(value.type, ir.VectorType):
+        value = splat(b, value)
+    if value.type.element != I1:  # isl may print a condition as an integer
+        value = b.icmp_signed("!=", value, ir.Constant(value.type, None))
+    return value
+
+
+def _lanes_of(b, expr, scalar, iterator, first, emitters) -> ir.Value | None:
+    if not uses(expr, iterator):
+        return scalar(expr)
+    if expr.get_type() == isl.ast_expr_type.id:
+        lane = ir.Constant(ir.VectorType(I64, LANES), list(range(LANES)))
+        return b.add(splat(b, first), lane)
+    kind = expr.op_get_type()
+    if kind not in LANE_OPS:
+        return None
+    args = [_lanes_of(b, expr.op_get_arg(k), scalar, iterator, first, emitters)
+            for k in range(expr.op_get_n_arg())]
+    if any(a is None for a in args):
+        return None
+    args = [a if isinstance(a.type, ir.VectorType) else splat(b, a) for a in args]
+    emit = emitters[kind]
+    if kind in (op.min, op.max):  # n-ary in isl's AST
+        result = args[0]
+        for arg in args[1:]:
+            result = emit(b, result, arg)
+        return result
+    return emit(b, *args)
 
 
 def store(b: ir.IRBuilder, value: ir.Value, address: ir.Value, mask: ir.Value | None) -> None:

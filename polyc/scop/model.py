@@ -108,6 +108,16 @@ class Access:
         """The element each instance loads."""
         return self.relation if self.address is None else self.address
 
+    @property
+    def unclamped(self) -> isl.Map | None:
+        """A guarded read extended past its guard: the affine hull of the elements it
+        reads inside (where the guard fails, indices outside the array), or None (no
+        guard, a lookup, nothing read inside, or no single element per instance)."""
+        if self.guard is None or self.lookup is not None or self.relation.is_empty():
+            return None
+        raw = isl.Map.from_basic_map(self.relation.affine_hull())
+        return raw if raw.is_single_valued() else None
+
     def pulled_back(self, to_old: isl.Map) -> Access:
         """This access seen from new instances; ``to_old`` maps each to an old instance."""
         return Access(

@@ -28,8 +28,17 @@ import islpy as isl
 
 from polyc.codegen.vector import MARK as VECTOR_MARK
 from polyc.codegen.vector import REGISTER_TILE
-from polyc.islutil import band_above, map_bottom_up, span, statement_names, union_of, union_sets
+from polyc.islutil import (
+    band_above,
+    flat_offset,
+    map_bottom_up,
+    span,
+    statement_names,
+    union_of,
+    union_sets,
+)
 from polyc.scop.model import Scop
+from polyc.tiling.order import coefficients
 
 MIN_INTERIOR = 0.25  # split when at least this share of the instances is interior
 MAX_CELLS = 16  # border parts with constant guards, at most
@@ -50,7 +59,8 @@ def _split(scop: Scop, node: isl.ScheduleNode, notes: list[str]) -> isl.Schedule
     if not any(r.guard is not None for s in statements for r in s.reads) or _marked(node):
         return node
     domain = node.get_domain()
-    interior = union_of(scop.ctx, (_interior(s) for s in statements))
+    rows = _masked_lanes(scop, statements)
+    interior = union_of(scop.ctx, (_interior(s, rows) for s in statements))
     interior = interior.intersect(domain)
     border = domain.subtract(interior)
     if interior.is_empty() or border.is_empty() or _share(interior, domain) < MIN_INTERIOR:
@@ -58,24 +68,30 @@ def _split(scop: Scop, node: isl.ScheduleNode, notes: list[str]) -> isl.Schedule
     deps = scop.dependences.all.intersect_domain(domain).intersect_range(domain)
     if not deps.is_empty():
         return node
-    cells = _cells(border, statements)
+    cells = _cells(border, statements, rows)
     filters = isl.UnionSetList.alloc(scop.ctx, 1 + len(cells)).add(interior)
     for cell in cells:
         filters = filters.add(cell)
-    notes.append(f"{', '.join(names)}: interior split from {len(cells)} border "
-                 f"part{'s' if len(cells) > 1 else ''} (bounded reads unguarded inside)")
+    what = "interior rows" if rows else "interior"
+    notes.append(f"{', '.join(names)}: {what} split from {len(cells)} border "
+                 f"part{'s' if len(cells) > 1 else ''} (bounded reads unguarded inside"
+                 f"{', masked along rows' if rows else ''})")
     return node.insert_sequence(filters)
 
 
-def _cells(border: isl.UnionSet, statements) -> list[isl.UnionSet]:
+def _cells(border: isl.UnionSet, statements, rows: bool) -> list[isl.UnionSet]:
     """The border cut where each guard holds or not (a 3x3 window's border: four
     edges and four corners), so that every guard is constant in a cell and its loops
-    run plain; the whole border when that makes more than :data:`MAX_CELLS` cells."""
+    run plain; the whole border when that makes more than :data:`MAX_CELLS` cells.
+    With ``rows``, the guards' conditions on rows only (:func:`_row_guard`)."""
     guards: list[isl.Set] = []
     for statement in statements:
         for read in statement.reads:
-            if read.guard is not None and not any(read.guard.is_equal(g) for g in guards):
-                guards.append(read.guard)
+            if read.guard is None:
+                continue
+            guard = _row_guard(read.guard) if rows else read.guard
+            if not any(guard.is_equal(g) for g in guards):
+                guards.append(guard)
     cells = [border]
     for guard in guards:
         inside = isl.UnionSet.from_set(guard)
@@ -89,13 +105,45 @@ def _cells(border: isl.UnionSet, statements) -> list[isl.UnionSet]:
     return [cell.coalesce() for cell in cells]
 
 
-def _interior(statement) -> isl.Set:
-    """The instances of ``statement`` whose bounded reads all stay inside."""
+def _interior(statement, rows: bool) -> isl.Set:
+    """The instances of ``statement`` whose bounded reads all stay inside (with
+    ``rows``: inside along every dim but the last)."""
     inside = statement.domain
     for read in statement.reads:
         if read.guard is not None:
-            inside = inside.intersect(read.guard)
+            inside = inside.intersect(_row_guard(read.guard) if rows else read.guard)
     return inside
+
+
+def _row_guard(guard: isl.Set) -> isl.Set:
+    """``guard``'s conditions on all dims but the last (the row of the element)."""
+    return guard.eliminate(isl.dim_type.set, guard.dim(isl.dim_type.set) - 1, 1)
+
+
+def _masked_lanes(scop: Scop, statements) -> bool:
+    """Whether the innermost loop keeps its guards, loaded as masked vector lanes
+    (codegen: :func:`polyc.codegen.vector.lane_condition`): each statement writes with
+    stride 1 along its last dim and reads with stride 0 or 1 there, guarded reads at
+    their unclamped offsets. A row is then a few masked vectors (a 5x5 depthwise conv at
+    28x28 took 0.25 ms with its border columns apart, ...), while a strided window
+    keeps the whole split (its lanes would be scalar)."""
+    for statement in statements:
+        if statement.domain.dim(isl.dim_type.set) < 2:
+            return False
+        accesses = [statement.write.relation] + [
+            r.relation if r.guard is None else r.unclamped for r in statement.reads]
+        strides = []
+        for n, access in enumerate(accesses):
+            array = scop.array((statement.write if n == 0 else statement.reads[n - 1]).array)
+            if access is None or not array.flat:
+                return False
+            coefs = coefficients(flat_offset(access, array.shape))
+            if coefs is None:
+                return False
+            strides.append(coefs[-1])
+        if strides[0] != 1 or any(s not in (0, 1) for s in strides[1:]):
+            return False
+    return True
 
 
 def _marked(node: isl.ScheduleNode) -> bool:
