@@ -197,6 +197,10 @@ CASES = {
     "dwconv3x3_112": lambda: conv_case("dwconv3x3 32x112x112", 32, 112, depthwise=True),
     "dwconv3x3s2_56": lambda: conv_case("dwconv3x3 s2 144x56x56", 144, 56, stride=2,
                                         depthwise=True),
+    "dwconv5x5_28": lambda: conv_case("dwconv5x5 240x28x28", 240, 28, kernel=5,
+                                      depthwise=True),
+    "dwconv5x5_7": lambda: conv_case("dwconv5x5 1152x7x7", 1152, 7, kernel=5,
+                                     depthwise=True),
     "conv3x3_7": lambda: conv_case("conv3x3 512x7x7", 512, 7),
     "conv3x3relu_56": lambda: conv_case("conv3x3+relu 64x56x56", 64, 56, relu=True),
 }
