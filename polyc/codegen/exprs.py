@@ -76,11 +76,17 @@ def int_expr(b: ir.IRBuilder, expr: isl.AstExpr, lookup) -> ir.Value:
         return ir.Constant(I64, expr.int_get_val().to_python())
     if kind == isl.ast_expr_type.id:
         return lookup(expr.id_get_id().get_name())
-    emit = INT_OPS.get(expr.op_get_type())
-    if emit is None:
+    if expr.op_get_type() not in INT_OPS:
         raise NotImplementedError(f"isl AST operator {expr.op_get_type()} in {expr.to_C_str()}")
     args = [int_expr(b, expr.op_get_arg(k), lookup) for k in range(expr.op_get_n_arg())]
-    if expr.op_get_type() in (op.min, op.max):  # n-ary in isl's AST
+    return apply_op(b, expr.op_get_type(), args)
+
+
+def apply_op(b: ir.IRBuilder, kind, args: list[ir.Value]) -> ir.Value:
+    """The isl AST operator ``kind`` on the lowered ``args`` (scalars, or vectors of
+    the same shape; min and max are n-ary in isl's AST)."""
+    emit = INT_OPS[kind]
+    if kind in (op.min, op.max):
         result = args[0]
         for arg in args[1:]:
             result = emit(b, result, arg)

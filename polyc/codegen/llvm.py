@@ -25,7 +25,7 @@ from llvmlite import ir
 
 from polyc.codegen import parallel, scalars, vector
 from polyc.codegen.ast import LoopProgram, Offset, children, parts
-from polyc.codegen.exprs import FAST, I1, I64, INT_OPS, int_expr
+from polyc.codegen.exprs import FAST, I1, I64, int_expr
 from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
 from polyc.codegen.profile import Timers
 from polyc.errors import CodegenError
@@ -481,7 +481,7 @@ class _LoopEmitter:
         element, dtype = self._memory_type(access.array), self._dtype(access.array)
         first = b.load(self._iterator_slot(lanes.iterator), typ=I64)
         inside = vector.lane_condition(b, instance.guards[k], self.int_value, lanes.iterator,
-                                       first, INT_OPS)
+                                       first)
         if mask is not None:
             inside = b.and_(inside, mask)
         # not inbounds: the first lane's element may lie before the array

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import islpy as isl
 from llvmlite import ir
 
-from polyc.codegen.exprs import F32, I1, I64
+from polyc.codegen.exprs import F32, I1, I64, apply_op
 from polyc.codegen.scalars import alignment
 
 LANES = 16
@@ -242,15 +242,11 @@ def lane_wise(expr: isl.AstExpr, iterator: str) -> bool:
 
 
 def lane_condition(b: ir.IRBuilder, expr: isl.AstExpr, scalar, iterator: str,
-                   first: ir.Value, emitters) -> ir.Value | None:
+                   first: ir.Value) -> ir.Value:
     """The condition ``expr`` in each lane, ``iterator`` being ``first + lane`` (a
-    ``<LANES x i1>``), or None when it uses an operator outside :data:`LANE_OPS` on the
-    iterator (:func:`lane_wise` says beforehand). ``scalar(e)`` evaluates a part that
-    does not use the iterator; ``emitters`` maps operators to builders
-    (:data:`polyc.codegen.exprs.INT_OPS`)."""
-    value = _lanes_of(b, expr, scalar, iterator, first, emitters)
-    if value is None:
-        return None
+    ``<LANES x i1>``); ``expr`` must be :func:`lane_wise`. ``scalar(e)`` evaluates a
+    part that does not use the iterator (once, for every lane)."""
+    value = _lanes_of(b, expr, scalar, iterator, first)
     if not isinstance(value.type, ir.VectorType):
         value = splat(b, value)
     if value.type.element != I1:  # isl may print a condition as an integer
@@ -258,27 +254,16 @@ def lane_condition(b: ir.IRBuilder, expr: isl.AstExpr, scalar, iterator: str,
     return value
 
 
-def _lanes_of(b, expr, scalar, iterator, first, emitters) -> ir.Value | None:
+def _lanes_of(b, expr, scalar, iterator, first) -> ir.Value:
     if not uses(expr, iterator):
         return scalar(expr)
     if expr.get_type() == isl.ast_expr_type.id:
         lane = ir.Constant(ir.VectorType(I64, LANES), list(range(LANES)))
         return b.add(splat(b, first), lane)
-    kind = expr.op_get_type()
-    if kind not in LANE_OPS:
-        return None
-    args = [_lanes_of(b, expr.op_get_arg(k), scalar, iterator, first, emitters)
+    args = [_lanes_of(b, expr.op_get_arg(k), scalar, iterator, first)
             for k in range(expr.op_get_n_arg())]
-    if any(a is None for a in args):
-        return None
-    args = [a if isinstance(a.type, ir.VectorType) else splat(b, a) for a in args]
-    emit = emitters[kind]
-    if kind in (op.min, op.max):  # n-ary in isl's AST
-        result = args[0]
-        for arg in args[1:]:
-            result = emit(b, result, arg)
-        return result
-    return emit(b, *args)
+    return apply_op(b, expr.op_get_type(),
+                    [a if isinstance(a.type, ir.VectorType) else splat(b, a) for a in args])
 
 
 def store(b: ir.IRBuilder, value: ir.Value, address: ir.Value, mask: ir.Value | None) -> None:
