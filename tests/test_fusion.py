@@ -114,8 +114,9 @@ def test_a_transposed_reader_is_no_epilogue_of_a_conv():
 
 
 def test_a_window_is_not_fused_with_its_producer():
-    """MobileNet's 1x1 conv + ReLU6 + depthwise 3x3 + ReLU6: the first Clip joins the
-    conv (an epilogue through the conv's view), the depthwise conv (a window over the
+    """MobileNet's 1x1 conv + ReLU6 + depthwise 3x3 + ReLU6: the first Clip runs in the
+    conv's register tiles (an epilogue through the crop of its padded pixels, 900 as
+    912), the depthwise conv (a window over the
     Clip's output) gets a group of its own, whose interior is split from its border;
     results match onnxruntime."""
     import numpy as np
@@ -142,7 +143,9 @@ def test_a_window_is_not_fused_with_its_producer():
     conv = next(s for s, n in node_of.items() if n == "expand" and s.endswith("_update"))
     clip1 = next(s for s, n in node_of.items() if n == "clip1")
     clip2 = next(s for s, n in node_of.items() if n == "clip2")
-    assert group_of[clip1] == group_of[conv] != group_of[clip2]
+    assert group_of[conv] != group_of[clip2] and group_of[clip1] != group_of[clip2]
+    assert any(d.startswith(f"tiling: contraction {conv}") and f"epilogue {clip1} in its"
+               in d for d in compiled.schedule.decisions)
     assert any(f"{clip2}: interior" in d for d in compiled.schedule.decisions)
     inputs = random_inputs(model, 0)
     np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],

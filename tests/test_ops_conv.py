@@ -101,10 +101,11 @@ def test_strided_conv_is_im2col_and_one_packed_product():
     model = single_node_model("Conv", (1, 3, 20, 20), [weight("w", (8, 3, 3, 3), 1)],
                               pads=[1, 0, 2, 1], strides=[2, 2])
     ops = [op for op in import_model(model).ops if not hasattr(op, "src")]  # no Views
-    assert [type(op) for op in ops] == [Map, Reduce, Map]  # im2col, product, output copy
+    assert [type(op) for op in ops] == [Map, Reduce, Map]  # im2col, product, crop
     im2col, product = ops[0], ops[1]
     assert im2col.shape == (1, 3, 3, 3, 11, 10) and im2col.expr.outside == "fill"
-    assert product.extents == (1, 1, 8, 110, 27)  # n, g, m, output positions, (c, kh, kw)
+    # n, g, m, output positions (110 padded to 112: whole vectors), (c, kh, kw)
+    assert product.extents == (1, 1, 8, 112, 27)
     compiled = polyc.compile(model)
     np.testing.assert_allclose(compiled.run(random_inputs(model, 0))["y"],
                                run_onnxruntime(model, random_inputs(model, 0))["y"],
@@ -521,6 +522,32 @@ def test_pointwise_conv_with_few_output_channels_reads_its_input_in_place():
     compiled = polyc.compile(model)
     assert any("x read in place (few rows)" in d for d in compiled.schedule.decisions)
     assert "_pack" not in str(compiled.compilation.program)
+    inputs = random_inputs(model, 0)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, group, padded", [
+    ((1, 32, 14, 14), (24, 32, 1, 1), 1, 208),   # 196 pixels as 13 vectors
+    ((2, 8, 10, 10), (16, 4, 1, 1), 2, 112),     # grouped, a batch of 2: 100 as 112
+    ((1, 16, 7, 7), (32, 16, 1, 1), 1, 49),      # 64 would be 1.3x the work: as it is
+])
+def test_pointwise_conv_pixels_padded_to_whole_vectors(x_shape, w_shape, group, padded):
+    """A product over a pixel count that is not a multiple of 16 runs over it rounded up
+    (reading 0 past the input's end, packed from that guarded read) and a crop writes
+    Y, in the register tiles with the Relu after it; results match onnxruntime."""
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=group),
+             helper.make_node("Relu", ["c"], ["y"])]
+    model = make_model(nodes, [("x", x_shape)], ["y"], initializers=[
+        weight("w", w_shape, 1), weight("b", (w_shape[0],), 2)])
+    ops = [op for op in import_model(model).ops if not hasattr(op, "src")]  # no Views
+    product = next(op for op in ops if isinstance(op, Reduce))
+    assert product.extents[3] == padded
+    compiled = polyc.compile(model)
+    if padded % 16 == 0:
+        assert [type(op) for op in ops] == [Reduce, Map, Map]  # product, crop, Relu
+        assert any(d.startswith("tiling: contraction") and "x packed into" in d
+                   and "_relu in its register tiles" in d for d in compiled.schedule.decisions)
     inputs = random_inputs(model, 0)
     np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
                                rtol=RTOL, atol=ATOL)

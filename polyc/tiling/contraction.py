@@ -84,8 +84,7 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
     if operands is None or extents is None:
         return None
     x, y = operands
-    if statement.reads[x].address is not None or statement.reads[y].address is not None:
-        return None  # a factor read with a border (padding): no packing of it
+    guarded = [n for n in (x, y) if statement.reads[n].address is not None]
     strides = [_strides(scop, access) for access in
                (statement.write, statement.reads[x], statement.reads[y])]
     if any(s is None for s in strides):
@@ -93,6 +92,8 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
     c = _roles(statement, extents, moving_dims(statement.domain, scop), *strides, x, y)
     if c is None:
         return None
+    if guarded and (guarded != [c.b] or c.inner or statement.reads[c.b].lookup is not None):
+        return None  # a factor read with a border (padding) is only read from its packing
     if c.inner:  # the recipe replaces this band and the ones below it (Pluto skews
         return None if band_above(band) else c  # a serial multi-loop reduction)
     return c if _unit_rows(scop, band, statement) else None

@@ -70,9 +70,11 @@ IN_PLACE_COLUMNS = 1024
 
 
 def in_place(scop: Scop, c: Contraction) -> bool:
-    """Whether ``c``'s operand ``b`` is read as it is rather than packed."""
-    operand = scop.array(c.statement.reads[c.b].array)
-    return (c.b_contiguous and operand.kind != "constant"
+    """Whether ``c``'s operand ``b`` is read as it is rather than packed (never when it
+    is read with a border: its packing fills the padding)."""
+    read = c.statement.reads[c.b]
+    operand = scop.array(read.array)
+    return (c.b_contiguous and operand.kind != "constant" and read.guard is None
             and isinstance(c.extent("i"), int) and c.extent("i") <= IN_PLACE_ROWS
             and isinstance(c.extent("j"), int) and c.extent("j") >= IN_PLACE_COLUMNS)
 
@@ -137,12 +139,14 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
     domain = _within(domain, len(c.batch), nr, c.extent("j"))
     to_statement = _copy_to_statement(domain, c, nr)
     source = to_statement.apply_range(operand.relation)
+    copied = operand.pulled_back(to_statement)
     target = set_space(ctx, name, [f"d{n}" for n in range(len(shape))]).align_params(params)
     packed_read = Access(name, _panel_read(statement.domain, c, nr, target))
     reads = tuple(packed_read if k == c.b else r for k, r in enumerate(statement.reads))
     new_statement = dataclasses.replace(statement, reads=reads)
     position = scop.statements.index(statement)
-    data = _packed_constant(scop, operand.array, source, shape, c, nr)
+    data = None if operand.guard is not None else \
+        _packed_constant(scop, operand.array, source, shape, c, nr)
     if data is not None:
         statements = (scop.statements[:position] + (new_statement,)
                       + scop.statements[position + 1:])
@@ -152,7 +156,7 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
     space = domain.get_space()
     write = affs_to_map(space, target, [variable(space, d) for d in range(len(shape))])
     copy = Statement(copy_name, domain, Access(name, write.intersect_domain(domain)),
-                     (Access(operand.array, source),), Load(0), statement.op_index,
+                     (copied,), Load(0), statement.op_index,
                      statement.node)
     statements = (scop.statements[:position] + (copy, new_statement)
                   + scop.statements[position + 1:])
