@@ -99,7 +99,7 @@ def test_inspect_onnx_prints_pluto_notation_and_loops(scheduler):
         assert f"scheduler: {scheduler}\n" in text
         schedule = re.findall(r"^T\(S\d+_\w+\): \(.*\)$", text, flags=re.M)
         assert len(schedule) == 11  # one line per statement of the MLP
-        assert re.search(r"== LOOPS ==\n(\{\n)?\s*for \(int c0 = 0;", text), text
+        assert re.search(r"== LOOPS ==\n(\{\n)?\s*for \(int c\d+ = 0;", text), text
         schedules[policy] = schedule
     if scheduler == "pluto":  # the policies change Pluto's result
         assert schedules["nofuse"] != schedules["maxfuse"]

@@ -176,6 +176,24 @@ def test_blocking_from_the_shape_and_caches():
     assert choose_blocking(c, caches) == Blocking(mr=6, nr=64, mc=126, nc=1024, kc=256)
 
 
+@pytest.mark.parametrize("m", [2, 4])
+def test_fewer_rows_than_a_tile_take_a_tile_of_all_of_them(m):
+    """A product of 2 or 4 rows (a conv over a few pixels, transposed) gets the recipe
+    with an ``m``-row tile of up to 24 accumulators, bit for bit the untiled sums."""
+    model = weight_model(m, 50, 200)
+    vectors = min(8, 24 // m)
+    compiled = polyc.compile(model)
+    assert contraction_notes(compiled)[0].startswith(
+        "tiling: contraction S1_matmul_update: w packed into w_packed at compile time, "
+        f"register tile {m}x{16 * vectors}")
+    inputs = random_inputs(model, seed=3)
+    exact = polyc.compile(model, fast_math=False).run(inputs)["y"]
+    np.testing.assert_array_equal(exact, polyc.compile(model, tile=False, fast_math=False)
+                                  .run(inputs)["y"])
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=ATOL)
+
+
 def test_bad_blocking_is_refused():
     model = matmul_model(8, 8, 32)
     for bad, message in [((3, 20, 6, 40, 8), "nr must be a multiple of 16"),

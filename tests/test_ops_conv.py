@@ -8,6 +8,8 @@ onnxruntime refuses, is compared with numpy following the ONNX definition.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -527,19 +529,23 @@ def test_pointwise_conv_with_few_output_channels_reads_its_input_in_place():
                                rtol=RTOL, atol=ATOL)
 
 
+def _relu_conv(x_shape, w_shape, group, **attrs):
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=group, **attrs),
+             helper.make_node("Relu", ["c"], ["y"])]
+    return make_model(nodes, [("x", x_shape)], ["y"], initializers=[
+        weight("w", w_shape, 1), weight("b", (w_shape[0],), 2)])
+
+
 @pytest.mark.parametrize("x_shape, w_shape, group, padded", [
     ((1, 32, 14, 14), (24, 32, 1, 1), 1, 208),   # 196 pixels as 13 vectors
     ((2, 8, 10, 10), (16, 4, 1, 1), 2, 112),     # grouped, a batch of 2: 100 as 112
-    ((1, 16, 7, 7), (32, 16, 1, 1), 1, 49),      # 64 would be 1.3x the work: as it is
-])
+    ((1, 16, 7, 7), (24, 16, 1, 1), 1, 49),      # 64 would be 1.3x the work, 24 channels
+])                                               # are no whole vectors: as it is
 def test_pointwise_conv_pixels_padded_to_whole_vectors(x_shape, w_shape, group, padded):
     """A product over a pixel count that is not a multiple of 16 runs over it rounded up
     (reading 0 past the input's end, packed from that guarded read) and a crop writes
     Y, in the register tiles with the Relu after it; results match onnxruntime."""
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=group),
-             helper.make_node("Relu", ["c"], ["y"])]
-    model = make_model(nodes, [("x", x_shape)], ["y"], initializers=[
-        weight("w", w_shape, 1), weight("b", (w_shape[0],), 2)])
+    model = _relu_conv(x_shape, w_shape, group)
     ops = [op for op in import_model(model).ops if not hasattr(op, "src")]  # no Views
     product = next(op for op in ops if isinstance(op, Reduce))
     assert product.extents[3] == padded
@@ -548,6 +554,35 @@ def test_pointwise_conv_pixels_padded_to_whole_vectors(x_shape, w_shape, group, 
         assert [type(op) for op in ops] == [Reduce, Map, Map]  # product, crop, Relu
         assert any(d.startswith("tiling: contraction") and "x packed into" in d
                    and "_relu in its register tiles" in d for d in compiled.schedule.decisions)
+    inputs = random_inputs(model, 0)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, group, attrs", [
+    ((1, 16, 7, 7), (32, 16, 1, 1), 1, {}),                       # 49 pixels
+    ((2, 64, 5, 5), (64, 32, 1, 1), 2, {}),                       # grouped, batch of 2
+    ((1, 64, 4, 4), (48, 64, 3, 3), 1, {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # 2x2
+])
+def test_conv_over_few_pixels_is_a_transposed_product(x_shape, w_shape, group, attrs):
+    """Few pixels (padding them to 16 would be over 1.2x the work) and output channels
+    in whole vectors: the product is computed with the channels along its rows
+    (``Yt[n, g, p, m]``, the contraction's vector lanes) and a Map writes Y, in the
+    register tiles with the Relu; results match onnxruntime."""
+    model = _relu_conv(x_shape, w_shape, group, **attrs)
+    ops = [op for op in import_model(model).ops if not hasattr(op, "src")]  # no Views
+    product = next(op for op in ops if isinstance(op, Reduce))
+    n, c = x_shape[:2]
+    m = w_shape[0]
+    pixels = product.out_shape[2]
+    assert product.out_shape == (n, group, pixels, m // group)
+    assert product.extents == (n, group, pixels, m // group, c // group * w_shape[2] * w_shape[3])
+    compiled = polyc.compile(model)
+    # the weights as a matrix are a view with divisions, packed at compile time through
+    # their flat offset
+    assert any(re.match(r"tiling: contraction S\d_conv_transposed_update: w packed into "
+                        "w_packed at compile time", d)
+               and "_relu in its register tiles" in d for d in compiled.schedule.decisions)
     inputs = random_inputs(model, 0)
     np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
                                rtol=RTOL, atol=ATOL)

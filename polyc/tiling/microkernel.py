@@ -56,6 +56,11 @@ REGISTER_TILES = ((6, 64), (8, 48), (12, 32))
 # 8x32 and 1.14 / 1.07x with 4x64 (at batch 3: 1.11 and 1.00x).
 SYMBOLIC_ROW_TILES = ((8, 32), (4, 64), (4, 48))
 KC = 256
+# With fewer rows than any tile (a conv over 1 to 4 pixels, as a transposed product), a
+# tile of all of them and as many vectors as make ACCUMULATORS, at most FEW_ROWS_VECTORS
+# (the loads of B per step: 2 per cycle keep pace with the FMAs).
+ACCUMULATORS = 24
+FEW_ROWS_VECTORS = 8
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,8 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
 
     - the register tile that leaves the fewest columns (then rows) to partial tiles
       (of :data:`SYMBOLIC_ROW_TILES` when the rows are symbolic); rows first with
-      inner reductions (a direct convolution);
+      inner reductions (a direct convolution); all the rows when there are fewer than
+      any tile has (see :data:`ACCUMULATORS`);
     - with inner reductions, ``kc`` k steps (channels) of ``inner_size`` each make
       about :data:`KC` steps (16 to 64 channels of a 3x3 kernel measured the same);
     - ``kc`` = :data:`KC`, measured best on this machine kind (256 to 512 were within
@@ -116,6 +122,8 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
     full = lambda t: (m // t[0] * t[0] / m) * (n // t[1] * t[1] / n)  # noqa: E731
     mr, nr = min(tiles, key=(lambda t: (-full(t), m % t[0])) if c.inner else
                  (lambda t: (columns(t), m % t[0])))
+    if m < min(t[0] for t in tiles) and n >= LANES:  # fewer rows than any tile: all of them
+        mr, nr = m, LANES * max(1, min(FEW_ROWS_VECTORS, ACCUMULATORS // m, n // LANES))
     # with inner reductions a k step is a whole kernel window
     kc = min(KC, -(-k // LANES) * LANES) if not c.inner else min(k, max(KC // inner, 1))
     steps = kc * inner

@@ -19,7 +19,8 @@ nothing writes the packed operand while ``S`` runs (checked).
 A constant operand (a weight) is packed once, at compile time: the packed array is a
 new constant and there is no copy statement; the original constant goes if nothing
 else reads it. The copy's index map is affine, so numpy evaluates it on the whole
-panel grid at once.
+panel grid at once (through the flat element offset, which is affine also for a
+view's reshape: a 3x3 conv's weights as a matrix).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 from polyc.islutil import (
     affs_to_map,
     box,
+    flat_offset,
     identity_schedule,
     sequence,
     set_space,
@@ -176,49 +178,40 @@ CONSTANT_GROWTH = 2  # pack a constant when the packed copy is at most this much
 def _packed_constant(scop: Scop, operand: str, source: isl.Map, shape: tuple[int, ...],
                      c: Contraction, nr: int) -> np.ndarray | None:
     """The packed value of a constant operand, zero past the last column; None when the
-    operand is not a constant, its index map is not one affine piece, or packing would
-    replicate it (a weight shared by a batch)."""
+    operand is not a constant, the element offset it reads is not one affine function
+    (a view's divisions simplify away in it), or packing would replicate it (a weight
+    shared by a batch)."""
     array = scop.array(operand)
     if array.kind != "constant" or any(isinstance(e, str) for e in shape):
         return None
     padded = array.size + nr * c.extent("k")  # the last panel may be partial
     if np.prod(shape) > CONSTANT_GROWTH * padded:
         return None
-    index = _affine_rows(source)
-    if index is None:
+    offset = _affine_offset(flat_offset(source, array.shape))
+    if offset is None:
         return None
+    coefficients, constant = offset
     grid = np.indices(shape, dtype=np.int64)
     n_batch = len(c.batch)
     inside = nr * grid[n_batch] + grid[n_batch + 2] < c.extent("j")
-    elements = []
-    for (coefficients, constant), extent in zip(index, array.shape):
-        position = np.tensordot(np.asarray(coefficients, dtype=np.int64), grid, axes=1) + constant
-        elements.append(np.clip(position, 0, extent - 1))  # in bounds where not ``inside``
-    value = np.asarray(scop.constants[operand], dtype=np.dtype(array.dtype)).reshape(array.shape)
-    return np.where(inside, value[tuple(elements)], 0).astype(array.dtype)
+    position = np.tensordot(np.asarray(coefficients, dtype=np.int64), grid, axes=1) + constant
+    position = np.clip(position, 0, array.size - 1)  # in bounds where not ``inside``
+    value = np.asarray(scop.constants[operand], dtype=np.dtype(array.dtype)).reshape(-1)
+    return np.where(inside, value[position], 0).astype(array.dtype)
 
 
-def _affine_rows(relation: isl.Map) -> list[tuple[list[int], int]] | None:
-    """Per output dimension of a single-valued map, its integer coefficients of the input
-    dimensions and its constant; None unless it is one affine piece without divisions
-    or parameters."""
-    if not relation.is_single_valued():
+def _affine_offset(offset: isl.PwAff) -> tuple[list[int], int] | None:
+    """The integer coefficients of the input dims and the constant of an offset that is
+    one affine piece without divisions or parameters, or None."""
+    if offset.n_piece() != 1:
         return None
-    pieces: list[isl.MultiAff] = []
-    isl.PwMultiAff.from_map(relation).foreach_piece(lambda _, piece: pieces.append(piece))
-    if len(pieces) != 1:
+    aff = offset.get_pieces()[0][1]
+    if aff.dim(isl.dim_type.div) or not aff.get_denominator_val().is_one() or any(
+            not aff.get_coefficient_val(isl.dim_type.param, p).is_zero()
+            for p in range(aff.dim(isl.dim_type.param))):
         return None
-    rows = []
-    for n in range(pieces[0].dim(isl.dim_type.out)):
-        aff = pieces[0].get_at(n)
-        if aff.dim(isl.dim_type.div) or not aff.get_denominator_val().is_one() or any(
-                not aff.get_coefficient_val(isl.dim_type.param, p).is_zero()
-                for p in range(aff.dim(isl.dim_type.param))):
-            return None
-        rows.append(([aff.get_coefficient_val(isl.dim_type.in_, d).to_python()
-                      for d in range(aff.dim(isl.dim_type.in_))],
-                     aff.get_constant_val().to_python()))
-    return rows
+    return ([aff.get_coefficient_val(isl.dim_type.in_, d).to_python()
+             for d in range(aff.dim(isl.dim_type.in_))], aff.get_constant_val().to_python())
 
 
 def _with_constant(scop: Scop, statements: tuple[Statement, ...], array: Array,

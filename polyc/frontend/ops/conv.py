@@ -40,6 +40,11 @@ DIRECT_COLUMNS = 64
 # (49 pixels as 64) took 0.80-0.88 ms padded, 0.72 ms with one masked column.
 PRODUCT_COLUMNS = 16
 PRODUCT_MAX_WASTE = 1.2
+# Fewer pixels than this make no register tile (at least 32 columns) or few: such a
+# product is transposed (ResNet-18's 3x3 convs 128->128 at 4x4, 16 pixels, by im2col:
+# 0.130 ms as a product over pixels, which the tiler left to plain loops, onnxruntime
+# 0.039 ms).
+PRODUCT_MIN_COLUMNS = 64
 DIRECT_MIN_CHANNELS = 8  # fewer output channels than a register tile's rows: im2col
 # At most this many pixels computed per output pixel (7x7: 64 for 49; 4x4: 64 for 16,
 # which im2col ran in a quarter of the time).
@@ -213,17 +218,28 @@ def _product(ctx, col, weights, B, groups: int, out: tuple[int, ...]):
     """``Y[n, g*Mg + mg, p] = B[..] + sum_q weights[g*Mg + mg, q] * col[n, g*Q + q, p]``
     (Mg = M/G output channels and Q columns of ``weights`` per group), viewed as (N, M, out..).
 
-    When the pixel count ``P`` is not a multiple of :data:`PRODUCT_COLUMNS` (a vector's
-    lanes), the product runs over ``P'``, ``P`` rounded up to one (if that computes at
-    most :data:`PRODUCT_MAX_WASTE` times the pixels), reading 0 past ``col``'s end, and a
-    Map crops it to (N, M, out..): the register tiles' last columns are then whole
-    vectors, with no masked lanes, whose accumulators stay in registers. A 1x1 conv
-    1024->256 at 14x14 (``P`` = 196) took 0.93 ms unpadded against 0.62 ms for
-    onnxruntime; 208 columns as 13x16 pixels took 0.68 ms."""
+    The contraction tiler puts the loop along which Y is stride 1 in vector lanes. When
+    the pixel count ``P`` is not a multiple of :data:`PRODUCT_COLUMNS` (a vector's lanes),
+    a partial register tile's accumulators would be masked vectors kept in memory: a 1x1
+    conv 1024->256 at 14x14 (``P`` = 196) took 0.93 ms against 0.62 ms for onnxruntime,
+    and 0.68 ms over 13x16 pixels. So, with ``P`` rounded up to ``P'``:
+
+    - if ``P'`` is at most :data:`PRODUCT_MAX_WASTE` times ``P`` and at least
+      :data:`PRODUCT_MIN_COLUMNS`, the product runs over ``P'`` pixels (as it is when
+      ``P' = P``), reading 0 past ``col``'s end, and a Map crops it to (N, M, out..);
+    - else, if ``Mg`` is a multiple of :data:`PRODUCT_COLUMNS`, it is computed transposed,
+      ``Yt[n, g, p, mg]`` (output channels in the lanes, pixels the tile's rows) and a Map
+      writes ``Y[n, g, mg, o..] = Yt[n, g, p, mg]`` (see :data:`PRODUCT_MAX_WASTE`);
+    - else as it is.
+    """
     n_size, _, p_size = col.shape
     m_size, q_size = weights.shape
     mg = m_size // groups
     padded = _padded_columns(p_size)
+    if padded > PRODUCT_MAX_WASTE * p_size or padded < PRODUCT_MIN_COLUMNS:
+        if mg % PRODUCT_COLUMNS == 0:
+            return _transposed_product(ctx, col, weights, B, groups, out)
+        padded = p_size
     n, g_mg, p, q = Ix.var(0), Ix(((1, mg), (2, 1))), Ix.var(3), Ix.var(4)
     w = Read(weights.name, (g_mg, q))
     x = Read(col.name, (n, Ix(((1, q_size), (4, 1))), p),
@@ -234,20 +250,44 @@ def _product(ctx, col, weights, B, groups: int, out: tuple[int, ...]):
                    combiner="add", expr=Call("mul", (w, x)), label="conv")
     if padded == p_size:
         return ctx.view(y, (n_size, m_size) + out, label="conv")
-    strides = [1] * len(out)
-    for d in range(len(out) - 2, -1, -1):
-        strides[d] = strides[d + 1] * out[d + 1]
-    pixel = Ix(tuple((2 + d, s) for d, s in enumerate(strides)))
+    pixel = _flat_pixel(out, 2)
     return ctx.map((n_size, m_size) + out, Read(y.name, (Ix.var(0), Ix.var(1), pixel)),
                    label="conv_crop")
 
 
+def _transposed_product(ctx, col, weights, B, groups: int, out: tuple[int, ...]):
+    """``Yt[n, g, p, mg] = B[..] + sum_q col[n, g*Q + q, p] * weights[g*Mg + mg, q]`` and
+    ``Y[n, g, mg, o..] = Yt[n, g, p, mg]`` viewed as (N, M, out..) (see :func:`_product`);
+    the sum over ``q`` runs in the same order."""
+    n_size, _, p_size = col.shape
+    m_size, q_size = weights.shape
+    mg = m_size // groups
+    n, g, p, m, q = (Ix.var(k) for k in range(5))
+    w = Read(weights.name, (Ix(((1, mg), (3, 1))), q))
+    x = Read(col.name, (n, Ix(((1, q_size), (4, 1))), p))
+    init = Const(0.0) if B is None else Read(B.name, (Ix(((1, mg), (3, 1))),))
+    yt = ctx.reduce(out_shape=(n_size, groups, p_size, mg), init=init,
+                    extents=(n_size, groups, p_size, mg, q_size), out_index=(n, g, p, m),
+                    combiner="add", expr=Call("mul", (x, w)), label="conv_transposed")
+    pixel = _flat_pixel(out, 3)
+    y = ctx.map((n_size, groups, mg) + out, Read(yt.name, (Ix.var(0), Ix.var(1), pixel,
+                                                           Ix.var(2))), label="conv_untranspose")
+    return ctx.view(y, (n_size, m_size) + out, label="conv")
+
+
+def _flat_pixel(out: tuple[int, ...], first: int) -> Ix:
+    """The row-major pixel number of the output position at loop variables ``first..``."""
+    strides = [1] * len(out)
+    for d in range(len(out) - 2, -1, -1):
+        strides[d] = strides[d + 1] * out[d + 1]
+    return Ix(tuple((first + d, stride) for d, stride in enumerate(strides)))
+
+
 def _padded_columns(p_size) -> int:
-    """The pixel count a product computes (see :func:`_product`)."""
+    """``p_size`` rounded up to a multiple of :data:`PRODUCT_COLUMNS` (symbolic: as it is)."""
     if not isinstance(p_size, int):
-        return p_size  # symbolic: as it is
-    padded = -(-p_size // PRODUCT_COLUMNS) * PRODUCT_COLUMNS
-    return padded if padded <= PRODUCT_MAX_WASTE * p_size else p_size
+        return p_size
+    return -(-p_size // PRODUCT_COLUMNS) * PRODUCT_COLUMNS
 
 
 def _depthwise(ctx, src, weights, B, win: Window, *, bounded: bool = False):
