@@ -201,6 +201,11 @@ CASES = {
                                       depthwise=True),
     "dwconv5x5_7": lambda: conv_case("dwconv5x5 1152x7x7", 1152, 7, kernel=5,
                                      depthwise=True),
+    "conv1x1_14": lambda: conv_case("conv1x1 1024->256 14x14", 1024, 14, kernel=1,
+                                    out_channels=256),
+    "conv1x1_7": lambda: conv_case("conv1x1 512->2048 7x7", 512, 7, kernel=1,
+                                   out_channels=2048),
+    "conv3x3_4": lambda: conv_case("conv3x3 128x4x4", 128, 4),
     "conv3x3_7": lambda: conv_case("conv3x3 512x7x7", 512, 7),
     "conv3x3relu_56": lambda: conv_case("conv3x3+relu 64x56x56", 64, 56, relu=True),
 }
