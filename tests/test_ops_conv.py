@@ -147,19 +147,56 @@ DIRECT_CASES = {  # output channels for full register tiles (8 rows), pixels pas
 }
 
 
-@pytest.mark.parametrize("case", sorted(DIRECT_CASES))
-@pytest.mark.parametrize("threads", [1, 2])
-def test_direct_conv_matches_onnxruntime(case, threads):
-    x_shape, w_shape, attrs, bias = DIRECT_CASES[case]
+def _conv_relu(x_shape, w_shape, attrs, bias):
     weights = [weight("w", w_shape, 1)] + ([weight("b", (w_shape[0],), 2)] if bias else [])
     conv = helper.make_node("Conv", ["x"] + [n for n, _ in weights], ["c"], **attrs)
     relu = helper.make_node("Relu", ["c"], ["y"])
-    model = make_model([conv, relu], [("x", x_shape)], ["y"], initializers=weights)
+    return make_model([conv, relu], [("x", x_shape)], ["y"], initializers=weights)
+
+
+@pytest.mark.parametrize("case", sorted(DIRECT_CASES))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_direct_conv_matches_onnxruntime(case, threads):
+    model = _conv_relu(*DIRECT_CASES[case])
     compiled = polyc.compile(model, threads=threads)
     assert any("read in place" in d for d in compiled.schedule.decisions)
     inputs = random_inputs(model, 0)
     np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
                                rtol=RTOL, atol=ATOL)
+
+
+TRANSPOSED_DIRECT_CASES = {  # 64 output channels, at least 512 grid pixels
+    "pads_bias_relu": ((2, 16, 23, 24), (64, 16, 3, 3), {"pads": [1, 1, 1, 1]}, True),
+    "asymmetric_dilation2": ((1, 5, 25, 27), (128, 5, 3, 3),
+                             {"pads": [2, 0, 1, 3], "dilations": [2, 2]}, False),
+    "5x5_valid": ((1, 8, 28, 30), (64, 8, 5, 5), {}, True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TRANSPOSED_DIRECT_CASES))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_direct_conv_with_channels_in_the_lanes(case, threads):
+    """A direct conv to a multiple of 64 channels over at least 512 grid pixels computes
+    Yt[n, p, m]: weights packed at compile time with the kernel loops (c, kh, kw) inside
+    the register tile, a 5x64 tile, the crop and Relu reading it transposed; results
+    match onnxruntime."""
+    model = _conv_relu(*TRANSPOSED_DIRECT_CASES[case])
+    compiled = polyc.compile(model, threads=threads)
+    assert any(re.match(r"tiling: contraction S\d_conv_transposed_update: w packed into "
+                        r"w_packed at compile time, register tile 5x64", d)
+               and "_relu in its register tiles" in d for d in compiled.schedule.decisions)
+    assert "im2col" not in str(compiled.compilation.scop)
+    inputs = random_inputs(model, 0)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=ATOL)
+
+
+def test_transposed_direct_conv_sums_in_im2cols_order(monkeypatch):
+    """Without fast-math the transposed direct conv gives im2col's sums bit for bit."""
+    model = single_node_model("Conv", (1, 8, 23, 24), [weight("w", (64, 8, 3, 3), 1),
+                                                         weight("b", (64,), 2)],
+                              pads=[1, 1, 1, 1])
+    assert_same_sums_without(model, monkeypatch, "_direct_fits", lambda *args: False)
 
 
 def assert_same_sums_without(model, monkeypatch, name: str, value) -> None:

@@ -34,7 +34,7 @@ from polyc.tiling.microkernel import (
     recipe_schedule,
 )
 from polyc.tiling.overrides import Lookup, per_statement, tile_sizes
-from polyc.tiling.packing import pack, packable
+from polyc.tiling.packing import pack, packable, packs_at_compile_time
 from polyc.tiling.rebuild import rebuild
 from polyc.tiling.rectangular import tile_bands
 
@@ -75,7 +75,9 @@ def _contractions(scop: Scop, schedule: isl.Schedule, blockings: Lookup
             c = match_contraction(scop, node)
             if c is not None and (c.inner or packable(scop, c)):
                 block = blockings({c.statement.name}) or choose_blocking(c, host_caches())
-                if c.size("i") >= block.mr and c.size("j") >= block.nr:
+                if c.size("i") >= block.mr and c.size("j") >= block.nr and (
+                        not c.inner or c.b_contiguous
+                        or packs_at_compile_time(scop, c, block.nr)):
                     found.append((c, block))
         return True
 

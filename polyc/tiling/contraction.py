@@ -7,9 +7,11 @@ statement writes.
 The loops then take roles, from the access strides:
 
 - ``k``: the one loop the write does not use (the reduction); or several (a direct
-  convolution's ``c, kh, kw``), when ``b`` is read with stride 1 along ``j`` as it is:
-  ``k`` the first, the others ``inner``, all inside the register tile in their order,
-  and ``b`` is not packed (packing it would copy it once per kernel offset: im2col);
+  convolution's ``c, kh, kw``): ``k`` the first, the others ``inner``, all inside the
+  register tile in their order. Then ``b`` is read with stride 1 along ``j`` as it is
+  (packing it would copy it once per kernel offset: im2col), or it is a constant,
+  packed at compile time (a transposed direct convolution's weights, output channels
+  along ``j``);
 - ``j``: the loop along which the write is stride-1 (the vector loop); one operand, the
   one that gets packed (``b``), must use it, and the other (``a``) must not;
 - ``i``: the loop with the smallest write stride after ``j`` that ``a`` uses and ``b``
@@ -94,6 +96,9 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
         return None
     if guarded and (guarded != [c.b] or c.inner or statement.reads[c.b].lookup is not None):
         return None  # a factor read with a border (padding) is only read from its packing
+    if c.inner and not c.b_contiguous and \
+            scop.array(statement.reads[c.b].array).kind != "constant":
+        return None  # several reductions: b is read as it is, or packed at compile time
     if c.inner:  # the recipe replaces this band and the ones below it (Pluto skews
         return None if band_above(band) else c  # a serial multi-loop reduction)
     return c if _unit_rows(scop, band, statement) else None
@@ -188,8 +193,6 @@ def _roles(statement, extents, dims, write, x, y, read_x: int, read_y: int
     if j is None or bool(x[j]) == bool(y[j]):
         return None
     (a, b), (sa, sb) = ((read_y, read_x), (y, x)) if x[j] else ((read_x, read_y), (x, y))
-    if len(reduction) > 1 and sb[j] != 1:
-        return None  # several reductions: b is read as it is, a vector along j
     rows = sorted((abs(write[d]), d) for d in dims if d not in (j, k) and sa[d] and not sb[d])
     if not rows:
         return None

@@ -56,6 +56,11 @@ REGISTER_TILES = ((6, 64), (8, 48), (12, 32))
 # 8x32 and 1.14 / 1.07x with 4x64 (at batch 3: 1.11 and 1.00x).
 SYMBOLIC_ROW_TILES = ((8, 32), (4, 64), (4, 48))
 KC = 256
+# A direct conv with its weights packed (output channels in the lanes): LLVM keeps
+# broadcasts of pixels live from one kernel column to the next, and with 6x64 one
+# accumulator was spilled (3x3 conv 64ch at 56x56: 6x64 1.12x onnxruntime's time, 5x64
+# and 4x64 1.06, 6x48 1.05 and 4x80 1.16 at 128ch where their last tile is partial).
+PACKED_DIRECT_TILE = (5, 64)
 # With fewer rows than any tile (a conv over 1 to 4 pixels, as a transposed product), a
 # tile of all of them and as many vectors as make ACCUMULATORS, at most FEW_ROWS_VECTORS
 # (the loads of B per step: 2 per cycle keep pace with the FMAs).
@@ -102,8 +107,9 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
 
     - the register tile that leaves the fewest columns (then rows) to partial tiles
       (of :data:`SYMBOLIC_ROW_TILES` when the rows are symbolic); rows first with
-      inner reductions (a direct convolution); all the rows when there are fewer than
-      any tile has (see :data:`ACCUMULATORS`);
+      inner reductions (a direct convolution), :data:`PACKED_DIRECT_TILE` when its
+      weights are packed; all the rows when there are fewer than any tile has (see
+      :data:`ACCUMULATORS`);
     - with inner reductions, ``kc`` k steps (channels) of ``inner_size`` each make
       about :data:`KC` steps (16 to 64 channels of a 3x3 kernel measured the same);
     - ``kc`` = :data:`KC`, measured best on this machine kind (256 to 512 were within
@@ -124,6 +130,8 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
                  (lambda t: (columns(t), m % t[0])))
     if m < min(t[0] for t in tiles) and n >= LANES:  # fewer rows than any tile: all of them
         mr, nr = m, LANES * max(1, min(FEW_ROWS_VECTORS, ACCUMULATORS // m, n // LANES))
+    if c.inner and not c.b_contiguous:
+        mr, nr = PACKED_DIRECT_TILE
     # with inner reductions a k step is a whole kernel window
     kc = min(KC, -(-k // LANES) * LANES) if not c.inner else min(k, max(KC // inner, 1))
     steps = kc * inner

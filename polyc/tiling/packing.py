@@ -30,6 +30,7 @@ import dataclasses
 import islpy as isl
 import numpy as np
 
+from polyc.errors import PolycError
 from polyc.islutil import (
     affs_to_map,
     box,
@@ -123,22 +124,19 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
     is for a contraction with inner reductions (read in place, see
     :mod:`polyc.tiling.contraction`)."""
     c, ctx = contraction, scop.ctx
-    if c.inner or in_place(scop, c):
+    if (c.inner and c.b_contiguous) or in_place(scop, c):
         operand = c.statement.reads[c.b].array
         return scop, Packed(c, None, operand, nr, operand, None)
     statement = c.statement
     operand = statement.reads[c.b]
     name = _fresh(scop, f"{operand.array}_packed")
-    columns = c.extent("j")
-    panels = (f"floor(({columns} + {nr - 1})/{nr})" if isinstance(columns, str)
-              else -(-columns // nr))
-    shape = tuple(c.extents[d] for d in c.batch) + (panels, c.extent("k"), nr)
+    shape = _panels_shape(c, nr)
     array = Array(name, name, shape, "temp", scop.array(operand.array).dtype)
 
     copy_name = _fresh(scop, f"{statement.name}_pack")
     params = statement.domain.get_space()
     domain = box(ctx, copy_name, shape).align_params(params)
-    domain = _within(domain, len(c.batch), nr, c.extent("j"))
+    domain = _within(domain, len(c.batch), len(shape) - 1, nr, c.extent("j"))
     to_statement = _copy_to_statement(domain, c, nr)
     source = to_statement.apply_range(operand.relation)
     copied = operand.pulled_back(to_statement)
@@ -149,6 +147,9 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
     position = scop.statements.index(statement)
     data = None if operand.guard is not None else \
         _packed_constant(scop, operand.array, source, shape, c, nr)
+    if data is None and c.inner:
+        raise PolycError(f"{statement.name}: its operand {operand.array} cannot be packed at "
+                         "compile time (check packs_at_compile_time first)")
     if data is not None:
         statements = (scop.statements[:position] + (new_statement,)
                       + scop.statements[position + 1:])
@@ -175,6 +176,33 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
 CONSTANT_GROWTH = 2  # pack a constant when the packed copy is at most this much larger
 
 
+def packs_at_compile_time(scop: Scop, c: Contraction, nr: int) -> bool:
+    """Whether ``c``'s operand ``b`` is a constant that :func:`pack` lays out in panels
+    of width ``nr`` at compile time (what a contraction with inner reductions whose
+    ``b`` is not read with stride 1 along ``j`` needs: a transposed direct conv's
+    weights)."""
+    operand = c.statement.reads[c.b]
+    array = scop.array(operand.array)
+    shape = _panels_shape(c, nr)
+    if (operand.guard is not None or array.kind != "constant"
+            or any(isinstance(e, str) for e in shape + array.shape)
+            or not _small_growth(array, shape, c)):
+        return False
+    domain = box(scop.ctx, "P", shape).align_params(c.statement.domain.get_space())
+    domain = _within(domain, len(c.batch), len(shape) - 1, nr, c.extent("j"))
+    source = _copy_to_statement(domain, c, nr).apply_range(operand.relation)
+    return _affine_offset(flat_offset(source, array.shape)) is not None
+
+
+def _panels_shape(c: Contraction, nr: int) -> tuple:
+    """``(batch.., panels, k, inner.., nr)``: ``b`` in panels of ``nr`` columns."""
+    columns = c.extent("j")
+    panels = (f"floor(({columns} + {nr - 1})/{nr})" if isinstance(columns, str)
+              else -(-columns // nr))
+    return (tuple(c.extents[d] for d in c.batch) + (panels, c.extent("k"))
+            + tuple(c.extents[d] for d in c.inner) + (nr,))
+
+
 def _packed_constant(scop: Scop, operand: str, source: isl.Map, shape: tuple[int, ...],
                      c: Contraction, nr: int) -> np.ndarray | None:
     """The packed value of a constant operand, zero past the last column; None when the
@@ -184,8 +212,7 @@ def _packed_constant(scop: Scop, operand: str, source: isl.Map, shape: tuple[int
     array = scop.array(operand)
     if array.kind != "constant" or any(isinstance(e, str) for e in shape):
         return None
-    padded = array.size + nr * c.extent("k")  # the last panel may be partial
-    if np.prod(shape) > CONSTANT_GROWTH * padded:
+    if not _small_growth(array, shape, c):
         return None
     offset = _affine_offset(flat_offset(source, array.shape))
     if offset is None:
@@ -193,11 +220,18 @@ def _packed_constant(scop: Scop, operand: str, source: isl.Map, shape: tuple[int
     coefficients, constant = offset
     grid = np.indices(shape, dtype=np.int64)
     n_batch = len(c.batch)
-    inside = nr * grid[n_batch] + grid[n_batch + 2] < c.extent("j")
+    inside = nr * grid[n_batch] + grid[-1] < c.extent("j")
     position = np.tensordot(np.asarray(coefficients, dtype=np.int64), grid, axes=1) + constant
     position = np.clip(position, 0, array.size - 1)  # in bounds where not ``inside``
     value = np.asarray(scop.constants[operand], dtype=np.dtype(array.dtype)).reshape(-1)
     return np.where(inside, value[position], 0).astype(array.dtype)
+
+
+def _small_growth(array: Array, shape: tuple[int, ...], c: Contraction) -> bool:
+    """Whether panels of ``shape`` hold at most :data:`CONSTANT_GROWTH` times ``array``
+    (with a last partial panel)."""
+    padded = array.size + shape[-1] * np.prod(shape[len(c.batch) + 1:-1])
+    return np.prod(shape) <= CONSTANT_GROWTH * padded
 
 
 def _affine_offset(offset: isl.PwAff) -> tuple[list[int], int] | None:
@@ -235,13 +269,13 @@ def _fresh(scop: Scop, base: str) -> str:
     return name
 
 
-def _within(domain: isl.Set, jb: int, nr: int, extent: int | str) -> isl.Set:
+def _within(domain: isl.Set, jb: int, jj: int, nr: int, extent: int | str) -> isl.Set:
     """``nr * jb + jj < extent``: the last panel may be partial (``extent``: an int or
     a symbolic parameter)."""
     space = domain.get_space()
     last = (isl.Constraint.inequality_alloc(space)
             .set_coefficient_val(isl.dim_type.set, jb, -nr)
-            .set_coefficient_val(isl.dim_type.set, jb + 2, -1)
+            .set_coefficient_val(isl.dim_type.set, jj, -1)
             .set_constant_val(-1 if isinstance(extent, str) else extent - 1))
     if isinstance(extent, str):
         last = last.set_coefficient_val(
@@ -250,15 +284,18 @@ def _within(domain: isl.Set, jb: int, nr: int, extent: int | str) -> isl.Set:
 
 
 def _copy_to_statement(domain: isl.Set, c: Contraction, nr: int) -> isl.Map:
-    """``P[batch, jb, k, jj] -> S[..]`` with ``j = nr*jb + jj`` and ``i = 0``."""
+    """``P[batch, jb, k, inner.., jj] -> S[..]`` with ``j = nr*jb + jj`` and ``i = 0``."""
     space = domain.get_space()
     n_batch = len(c.batch)
+    jj = n_batch + 2 + len(c.inner)
     affs = [None] * len(c.extents)
     for n, d in enumerate(c.batch):
         affs[d] = variable(space, n)
     affs[c.j] = variable(space, n_batch).scale_val(isl.Val.int_from_si(space.get_ctx(), nr)) \
-        .add(variable(space, n_batch + 2))
+        .add(variable(space, jj))
     affs[c.k] = variable(space, n_batch + 1)
+    for n, d in enumerate(c.inner):
+        affs[d] = variable(space, n_batch + 2 + n)
     affs[c.i] = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(space))
     target = c.statement.domain.get_space()
     result = affs_to_map(space, target, affs)
@@ -266,12 +303,13 @@ def _copy_to_statement(domain: isl.Set, c: Contraction, nr: int) -> isl.Map:
 
 
 def _panel_read(domain: isl.Set, c: Contraction, nr: int, target: isl.Space) -> isl.Map:
-    """``S[..] -> Bp[batch.., floor(j/nr), k, j mod nr]``."""
+    """``S[..] -> Bp[batch.., floor(j/nr), k, inner.., j mod nr]``."""
     space = domain.get_space()
     width = isl.Val.int_from_si(space.get_ctx(), nr)
     j = variable(space, c.j)
     affs = [variable(space, d) for d in c.batch]
-    affs += [j.scale_down_val(width).floor(), variable(space, c.k), j.mod_val(width)]
+    affs += [j.scale_down_val(width).floor(), variable(space, c.k)]
+    affs += [variable(space, d) for d in c.inner] + [j.mod_val(width)]
     return affs_to_map(space, target, affs).intersect_domain(domain)
 
 
