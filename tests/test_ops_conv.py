@@ -125,7 +125,8 @@ def test_stride1_conv_is_direct():
     ops = [op for op in import_model(model).ops if not hasattr(op, "src")]  # no Views
     assert [type(op) for op in ops] == [Map, Reduce, Map]  # pad, product, crop
     pad, product, crop = ops
-    # 11 x 11 pixels (9 columns + 2) rounded up to 128; rows: ceil((2*11 + 2 + 128) / 11)
+    # 11 x 11 pixels (9 columns + 2) rounded up to 128 are at most 1.5 x 99 pixels: direct;
+    # the grid: 121 rounded up to 128 (whole vectors); rows: ceil((2*11 + 2 + 128) / 11)
     assert product.extents == (1, 8, 128, 3, 3, 3)
     assert pad.shape == (1, 3, 14, 11)
     assert crop.shape == (1, 8, 11, 9)
