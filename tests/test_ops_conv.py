@@ -166,6 +166,25 @@ def test_direct_conv_matches_onnxruntime(case, threads):
                                rtol=RTOL, atol=ATOL)
 
 
+def test_direct_conv_crop_with_sigmoid_runs_as_a_pass_of_its_own():
+    """A direct conv's crop skips the padding columns of the pixel grid: in the register
+    tile its vector loop would have holes (scalar code), so it and the SiLU after it
+    run as their own vector loops; results match onnxruntime."""
+    x_shape, w_shape, attrs, _ = DIRECT_CASES["pads_bias_relu"]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], **attrs),
+             helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["c", "s"], ["y"])]
+    model = make_model(nodes, [("x", x_shape)], ["y"], initializers=[
+        weight("w", w_shape, 1), weight("b", (w_shape[0],), 2)])
+    compiled = polyc.compile(model)
+    (note,) = [d for d in compiled.schedule.decisions if d.startswith("tiling: contraction")]
+    assert "read in place" in note and "epilogue" not in note
+    mul = next(s.name for s in compiled.compilation.scop.statements if s.name.endswith("_mul"))
+    assert any(d.startswith(f"tiling: band of {mul}") for d in compiled.schedule.decisions)
+    inputs = random_inputs(model, 0)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=ATOL)
+
+
 TRANSPOSED_DIRECT_CASES = {  # 64 output channels, at least 512 grid pixels
     "pads_bias_relu": ((2, 16, 23, 24), (64, 16, 3, 3), {"pads": [1, 1, 1, 1]}, True),
     "asymmetric_dilation2": ((1, 5, 25, 27), (128, 5, 3, 3),
