@@ -178,9 +178,10 @@ def test_blocking_from_the_shape_and_caches():
 
 @pytest.mark.parametrize("m", [2, 4])
 def test_fewer_rows_than_a_tile_take_a_tile_of_all_of_them(m):
-    """A product of 2 or 4 rows (a conv over a few pixels, transposed) gets the recipe
-    with an ``m``-row tile of up to 24 accumulators, bit for bit the untiled sums."""
-    model = weight_model(m, 50, 200)
+    """A product of 2 or 4 rows and 300 reduction steps (a conv over a few pixels,
+    transposed) gets the recipe with an ``m``-row tile of up to 24 accumulators, bit
+    for bit the untiled sums; with 50 steps (a small MLP) it does not."""
+    model = weight_model(m, 300, 200)
     vectors = min(8, 24 // m)
     compiled = polyc.compile(model)
     assert contraction_notes(compiled)[0].startswith(
@@ -192,6 +193,7 @@ def test_fewer_rows_than_a_tile_take_a_tile_of_all_of_them(m):
                                   .run(inputs)["y"])
     np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
                                rtol=RTOL, atol=ATOL)
+    assert not contraction_notes(polyc.compile(weight_model(m, 50, 200)))
 
 
 def test_bad_blocking_is_refused():

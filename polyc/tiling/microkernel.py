@@ -63,7 +63,9 @@ KC = 256
 PACKED_DIRECT_TILE = (5, 64)
 # With fewer rows than any tile (a conv over 1 to 4 pixels, as a transposed product), a
 # tile of all of them and as many vectors as make ACCUMULATORS, at most FEW_ROWS_VECTORS
-# (the loads of B per step: 2 per cycle keep pace with the FMAs).
+# (the loads of B per step: 2 per cycle keep pace with the FMAs), when the reduction has
+# at least KC steps (examples/mlp.onnx, 4x64 @ 64x128, took 1.31-1.34x onnxruntime's
+# time with the recipe, 1.26-1.29x without).
 ACCUMULATORS = 24
 FEW_ROWS_VECTORS = 8
 
@@ -108,8 +110,8 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
     - the register tile that leaves the fewest columns (then rows) to partial tiles
       (of :data:`SYMBOLIC_ROW_TILES` when the rows are symbolic); rows first with
       inner reductions (a direct convolution), :data:`PACKED_DIRECT_TILE` when its
-      weights are packed; all the rows when there are fewer than any tile has (see
-      :data:`ACCUMULATORS`);
+      weights are packed; all the rows when there are fewer than any tile has and
+      at least :data:`KC` reduction steps (see :data:`ACCUMULATORS`);
     - with inner reductions, ``kc`` k steps (channels) of ``inner_size`` each make
       about :data:`KC` steps (16 to 64 channels of a 3x3 kernel measured the same);
     - ``kc`` = :data:`KC`, measured best on this machine kind (256 to 512 were within
@@ -128,7 +130,7 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
     full = lambda t: (m // t[0] * t[0] / m) * (n // t[1] * t[1] / n)  # noqa: E731
     mr, nr = min(tiles, key=(lambda t: (-full(t), m % t[0])) if c.inner else
                  (lambda t: (columns(t), m % t[0])))
-    if m < min(t[0] for t in tiles) and n >= LANES:  # fewer rows than any tile: all of them
+    if m < min(t[0] for t in tiles) and n >= LANES and k >= KC:  # all the rows, if long
         mr, nr = m, LANES * max(1, min(FEW_ROWS_VECTORS, ACCUMULATORS // m, n // LANES))
     if c.inner and not c.b_contiguous:
         mr, nr = PACKED_DIRECT_TILE
