@@ -48,6 +48,13 @@ def assert_matches(model, *, seed=0, expected=None, **options):
         np.testing.assert_allclose(reference[name], value, rtol=RTOL, atol=ATOL, err_msg=name)
 
 
+def assert_compiled_matches(compiled, model) -> None:
+    """``compiled`` (of ``model``, output ``y``) against onnxruntime on seed 0's inputs."""
+    inputs = random_inputs(model, 0)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=ATOL)
+
+
 # -- Conv -----------------------------------------------------------------------------
 
 CONV_CASES = {
@@ -131,9 +138,7 @@ def test_stride1_conv_is_direct():
     assert pad.shape == (1, 3, 14, 11)
     assert crop.shape == (1, 8, 11, 9)
     compiled = polyc.compile(model)
-    inputs = random_inputs(model, 0)
-    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
-                               rtol=RTOL, atol=ATOL)
+    assert_compiled_matches(compiled, model)
     assert any(d.startswith("tiling: contraction") and "read in place" in d
                for d in compiled.schedule.decisions)
     assert "im2col" not in str(compiled.compilation.scop)
@@ -161,9 +166,7 @@ def test_direct_conv_matches_onnxruntime(case, threads):
     model = _conv_relu(*DIRECT_CASES[case])
     compiled = polyc.compile(model, threads=threads)
     assert any("read in place" in d for d in compiled.schedule.decisions)
-    inputs = random_inputs(model, 0)
-    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
-                               rtol=RTOL, atol=ATOL)
+    assert_compiled_matches(compiled, model)
 
 
 def test_direct_conv_crop_with_sigmoid_runs_as_a_pass_of_its_own():
@@ -180,9 +183,7 @@ def test_direct_conv_crop_with_sigmoid_runs_as_a_pass_of_its_own():
     assert "read in place" in note and "epilogue" not in note
     mul = next(s.name for s in compiled.compilation.scop.statements if s.name.endswith("_mul"))
     assert any(d.startswith(f"tiling: band of {mul}") for d in compiled.schedule.decisions)
-    inputs = random_inputs(model, 0)
-    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
-                               rtol=RTOL, atol=ATOL)
+    assert_compiled_matches(compiled, model)
 
 
 TRANSPOSED_DIRECT_CASES = {  # 64 output channels, at least 512 grid pixels
@@ -206,9 +207,7 @@ def test_direct_conv_with_channels_in_the_lanes(case, threads):
                         r"w_packed at compile time, register tile 5x64", d)
                and "_relu in its register tiles" in d for d in compiled.schedule.decisions)
     assert "im2col" not in str(compiled.compilation.scop)
-    inputs = random_inputs(model, 0)
-    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
-                               rtol=RTOL, atol=ATOL)
+    assert_compiled_matches(compiled, model)
 
 
 def test_transposed_direct_conv_sums_in_im2cols_order(monkeypatch):
@@ -294,9 +293,7 @@ def test_depthwise_interior_and_border(case):
     split = "interior split from" if strided else "interior rows split from"
     assert any(split in d for d in compiled.schedule.decisions)
     assert strided or "llvm.masked.load" in compiled.compilation.llvm_ir
-    inputs = random_inputs(model, 0)
-    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
-                               rtol=RTOL, atol=ATOL)
+    assert_compiled_matches(compiled, model)
 
 
 def test_depthwise_map_sums_in_the_reduce_order(monkeypatch):
@@ -581,9 +578,7 @@ def test_pointwise_conv_with_few_output_channels_reads_its_input_in_place():
     compiled = polyc.compile(model)
     assert any("x read in place (few rows)" in d for d in compiled.schedule.decisions)
     assert "_pack" not in str(compiled.compilation.program)
-    inputs = random_inputs(model, 0)
-    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
-                               rtol=RTOL, atol=ATOL)
+    assert_compiled_matches(compiled, model)
 
 
 def _relu_conv(x_shape, w_shape, group, **attrs):
@@ -611,9 +606,7 @@ def test_pointwise_conv_pixels_padded_to_whole_vectors(x_shape, w_shape, group, 
         assert [type(op) for op in ops] == [Reduce, Map, Map]  # product, crop, Relu
         assert any(d.startswith("tiling: contraction") and "x packed into" in d
                    and "_relu in its register tiles" in d for d in compiled.schedule.decisions)
-    inputs = random_inputs(model, 0)
-    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
-                               rtol=RTOL, atol=ATOL)
+    assert_compiled_matches(compiled, model)
 
 
 @pytest.mark.parametrize("x_shape, w_shape, group, attrs", [
@@ -640,6 +633,4 @@ def test_conv_over_few_pixels_is_a_transposed_product(x_shape, w_shape, group, a
     assert any(re.match(r"tiling: contraction S\d_conv_transposed_update: w packed into "
                         "w_packed at compile time", d)
                and "_relu in its register tiles" in d for d in compiled.schedule.decisions)
-    inputs = random_inputs(model, 0)
-    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
-                               rtol=RTOL, atol=ATOL)
+    assert_compiled_matches(compiled, model)

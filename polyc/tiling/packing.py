@@ -135,8 +135,7 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
 
     copy_name = _fresh(scop, f"{statement.name}_pack")
     params = statement.domain.get_space()
-    domain = box(ctx, copy_name, shape).align_params(params)
-    domain = _within(domain, len(c.batch), len(shape) - 1, nr, c.extent("j"))
+    domain = _copy_domain(scop, copy_name, c, nr, shape)
     to_statement = _copy_to_statement(domain, c, nr)
     source = to_statement.apply_range(operand.relation)
     copied = operand.pulled_back(to_statement)
@@ -145,8 +144,7 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
     reads = tuple(packed_read if k == c.b else r for k, r in enumerate(statement.reads))
     new_statement = dataclasses.replace(statement, reads=reads)
     position = scop.statements.index(statement)
-    data = None if operand.guard is not None else \
-        _packed_constant(scop, operand.array, source, shape, c, nr)
+    data = _packed_constant(scop, operand, source, shape, c, nr)
     if data is None and c.inner:
         raise PolycError(f"{statement.name}: its operand {operand.array} cannot be packed at "
                          "compile time (check packs_at_compile_time first)")
@@ -182,16 +180,19 @@ def packs_at_compile_time(scop: Scop, c: Contraction, nr: int) -> bool:
     ``b`` is not read with stride 1 along ``j`` needs: a transposed direct conv's
     weights)."""
     operand = c.statement.reads[c.b]
-    array = scop.array(operand.array)
     shape = _panels_shape(c, nr)
-    if (operand.guard is not None or array.kind != "constant"
-            or any(isinstance(e, str) for e in shape + array.shape)
-            or not _small_growth(array, shape, c)):
+    if any(isinstance(e, str) for e in shape):
         return False
-    domain = box(scop.ctx, "P", shape).align_params(c.statement.domain.get_space())
-    domain = _within(domain, len(c.batch), len(shape) - 1, nr, c.extent("j"))
+    domain = _copy_domain(scop, "P", c, nr, shape)
     source = _copy_to_statement(domain, c, nr).apply_range(operand.relation)
-    return _affine_offset(flat_offset(source, array.shape)) is not None
+    return _constant_offset(scop, operand, source, shape, c) is not None
+
+
+def _copy_domain(scop: Scop, name: str, c: Contraction, nr: int, shape: tuple) -> isl.Set:
+    """The packing copy's instances ``name[batch.., jb, k, inner.., jj]`` (the last panel
+    partial)."""
+    domain = box(scop.ctx, name, shape).align_params(c.statement.domain.get_space())
+    return _within(domain, len(c.batch), len(shape) - 1, nr, c.extent("j"))
 
 
 def _panels_shape(c: Contraction, nr: int) -> tuple:
@@ -203,27 +204,35 @@ def _panels_shape(c: Contraction, nr: int) -> tuple:
             + tuple(c.extents[d] for d in c.inner) + (nr,))
 
 
-def _packed_constant(scop: Scop, operand: str, source: isl.Map, shape: tuple[int, ...],
+def _constant_offset(scop: Scop, operand: Access, source: isl.Map, shape: tuple,
+                     c: Contraction) -> tuple[list[int], int] | None:
+    """The affine element offset (coefficients of the copy's dims, constant) at which
+    panels of ``shape`` read a constant ``operand`` (``source``: copy instance ->
+    element); None when the operand is read with a border or is not a constant, the
+    shape is symbolic, the offset is not one affine function (a view's divisions
+    simplify away in it), or packing would replicate it (a weight shared by a batch)."""
+    array = scop.array(operand.array)
+    if (operand.guard is not None or array.kind != "constant"
+            or any(isinstance(e, str) for e in shape) or not _small_growth(array, shape, c)):
+        return None
+    return _affine_offset(flat_offset(source, array.shape))
+
+
+def _packed_constant(scop: Scop, operand: Access, source: isl.Map, shape: tuple[int, ...],
                      c: Contraction, nr: int) -> np.ndarray | None:
-    """The packed value of a constant operand, zero past the last column; None when the
-    operand is not a constant, the element offset it reads is not one affine function
-    (a view's divisions simplify away in it), or packing would replicate it (a weight
-    shared by a batch)."""
-    array = scop.array(operand)
-    if array.kind != "constant" or any(isinstance(e, str) for e in shape):
-        return None
-    if not _small_growth(array, shape, c):
-        return None
-    offset = _affine_offset(flat_offset(source, array.shape))
+    """The packed value of a constant operand, zero past the last column; None where
+    :func:`_constant_offset` is."""
+    offset = _constant_offset(scop, operand, source, shape, c)
     if offset is None:
         return None
+    array = scop.array(operand.array)
     coefficients, constant = offset
     grid = np.indices(shape, dtype=np.int64)
     n_batch = len(c.batch)
     inside = nr * grid[n_batch] + grid[-1] < c.extent("j")
     position = np.tensordot(np.asarray(coefficients, dtype=np.int64), grid, axes=1) + constant
     position = np.clip(position, 0, array.size - 1)  # in bounds where not ``inside``
-    value = np.asarray(scop.constants[operand], dtype=np.dtype(array.dtype)).reshape(-1)
+    value = np.asarray(scop.constants[operand.array], dtype=np.dtype(array.dtype)).reshape(-1)
     return np.where(inside, value[position], 0).astype(array.dtype)
 
 

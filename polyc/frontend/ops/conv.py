@@ -50,14 +50,14 @@ PRODUCT_MAX_WASTE = 1.2
 # 0.130 ms as a product over pixels, which the tiler left to plain loops, onnxruntime
 # 0.039 ms).
 PRODUCT_MIN_COLUMNS = 64
-DIRECT_MIN_CHANNELS = 8
+DIRECT_MIN_CHANNELS = 8  # fewer output channels than a register tile's rows: im2col
 # A direct conv with output channels in whole 64-lane register tiles over at least this
 # many grid pixels is transposed (see _direct). 3x3 convs + Relu, 1 thread, time over
 # onnxruntime's: 64ch at 56x56 1.11-1.18 -> 1.01-1.06, 128ch at 28x28 1.20-1.22 ->
 # 1.13-1.15; at 14x14 (256 pixels) 1.25 -> 1.29 and 7x7 1.05 -> 1.18: there each row
 # tile of pixels streams all the weights again, which as broadcasts are read once.
 TRANSPOSED_CHANNELS = 64
-TRANSPOSED_MIN_PIXELS = 512  # fewer output channels than a register tile's rows: im2col
+TRANSPOSED_MIN_PIXELS = 512
 # At most this many pixels computed per output pixel (7x7: 64 for 49; 4x4: 64 for 16,
 # which im2col ran in a quarter of the time).
 DIRECT_MAX_WASTE = 1.5
