@@ -186,11 +186,16 @@ def test_direct_conv_crop_with_sigmoid_runs_as_a_pass_of_its_own():
     assert_compiled_matches(compiled, model)
 
 
-TRANSPOSED_DIRECT_CASES = {  # 64 output channels, at least 512 grid pixels
+TRANSPOSED_DIRECT_CASES = {  # 64 output channels, at least 512 (grid) pixels
     "pads_bias_relu": ((2, 16, 23, 24), (64, 16, 3, 3), {"pads": [1, 1, 1, 1]}, True),
     "asymmetric_dilation2": ((1, 5, 25, 27), (128, 5, 3, 3),
                              {"pads": [2, 0, 1, 3], "dilations": [2, 2]}, False),
     "5x5_valid": ((1, 8, 28, 30), (64, 8, 5, 5), {}, True),
+    "7x7_stride2": ((1, 3, 48, 50), (64, 3, 7, 7), {"strides": [2, 2], "pads": [3] * 4}, True),
+    "3x3_stride2_batch2": ((2, 16, 46, 46), (64, 16, 3, 3),
+                           {"strides": [2, 2], "pads": [1, 1, 1, 1]}, False),
+    "stride2x1_dilation2": ((1, 4, 40, 30), (128, 4, 3, 3),
+                            {"strides": [2, 1], "dilations": [2, 2], "pads": [2, 0, 1, 3]}, True),
 }
 
 
@@ -198,16 +203,33 @@ TRANSPOSED_DIRECT_CASES = {  # 64 output channels, at least 512 grid pixels
 @pytest.mark.parametrize("threads", [1, 2])
 def test_direct_conv_with_channels_in_the_lanes(case, threads):
     """A direct conv to a multiple of 64 channels over at least 512 grid pixels computes
-    Yt[n, p, m]: weights packed at compile time with the kernel loops (c, kh, kw) inside
-    the register tile, a 5x64 tile, the crop and Relu reading it transposed; results
-    match onnxruntime."""
+    Yt[n, p, m] (strided: Yt[n, oh, ow, m]): weights packed at compile time with the
+    kernel loops (c, kh, kw) inside the register tile, a 5x64 tile; the crop and Relu
+    read it transposed in a pass of their own, tiled as a transpose; results match
+    onnxruntime."""
     model = _conv_relu(*TRANSPOSED_DIRECT_CASES[case])
     compiled = polyc.compile(model, threads=threads)
+    decisions = compiled.schedule.decisions
     assert any(re.match(r"tiling: contraction S\d_conv_transposed_update: w packed into "
                         r"w_packed at compile time, register tile 5x64", d)
-               and "_relu in its register tiles" in d for d in compiled.schedule.decisions)
+               and "_relu" not in d for d in decisions)
+    assert any(re.match(r"tiling: band of S\d_relu: tiles (1x)?64x1x112", d) for d in decisions)
     assert "im2col" not in str(compiled.compilation.scop)
     assert_compiled_matches(compiled, model)
+
+
+def test_strided_direct_conv_reads_the_padded_input_two_pixel_loops():
+    """A stride-2 7x7 conv (a CNN's stem): the padded copy of X spans the windows, and
+    one Reduce over (n, oh, ow, m, c, kh, kw) reads it at (oh*2 + kh, ow*2 + kw)."""
+    x_shape, w_shape, attrs, _ = TRANSPOSED_DIRECT_CASES["7x7_stride2"]
+    model = single_node_model("Conv", x_shape, [weight("w", w_shape, 1)], **attrs)
+    ops = [op for op in import_model(model).ops if not hasattr(op, "src")]  # no Views
+    assert [type(op) for op in ops] == [Map, Reduce, Map]  # pad, product, crop
+    pad, product, crop = ops
+    assert pad.shape == (1, 3, 53, 55)  # (24-1)*2 + 7 rows, (25-1)*2 + 7 columns
+    assert product.extents == (1, 24, 25, 64, 3, 7, 7)
+    assert crop.shape == (1, 64, 24, 25)
+    assert_compiled_matches(polyc.compile(model), model)
 
 
 def test_transposed_direct_conv_sums_in_im2cols_order(monkeypatch):
@@ -617,8 +639,9 @@ def test_pointwise_conv_pixels_padded_to_whole_vectors(x_shape, w_shape, group, 
 def test_conv_over_few_pixels_is_a_transposed_product(x_shape, w_shape, group, attrs):
     """Few pixels (padding them to 16 would be over 1.2x the work) and output channels
     in whole vectors: the product is computed with the channels along its rows
-    (``Yt[n, g, p, m]``, the contraction's vector lanes) and a Map writes Y, in the
-    register tiles with the Relu; results match onnxruntime."""
+    (``Yt[n, g, p, m]``, the contraction's vector lanes) and a Map writes Y with the
+    Relu, in a pass of its own (in the register tile its stores would be scalar, a lane
+    ``pixels`` elements from the next); results match onnxruntime."""
     model = _relu_conv(x_shape, w_shape, group, **attrs)
     ops = [op for op in import_model(model).ops if not hasattr(op, "src")]  # no Views
     product = next(op for op in ops if isinstance(op, Reduce))
@@ -632,5 +655,5 @@ def test_conv_over_few_pixels_is_a_transposed_product(x_shape, w_shape, group, a
     # their flat offset
     assert any(re.match(r"tiling: contraction S\d_conv_transposed_update: w packed into "
                         "w_packed at compile time", d)
-               and "_relu in its register tiles" in d for d in compiled.schedule.decisions)
+               and "_relu" not in d for d in compiled.schedule.decisions)
     assert_compiled_matches(compiled, model)

@@ -96,6 +96,25 @@ def test_tile_size_model():
     assert tile_size(1000, l2_2m) == 16  # at least one vector
 
 
+@pytest.mark.parametrize("perm, tiles", [([1, 0], "64x112"), ([0, 2, 1], "1x64x112")])
+def test_a_transposing_band_gets_tiles_of_rows_of_both_arrays(perm, tiles):
+    """Reads stride 1 along one loop, writes stride 1 along another: 64 x 112 tiles
+    (the rows of both arrays in L1), not one tile of the whole 3-D band or squares;
+    the other loops get 1. A broadcast read (stride 0 along the inner loop) does not
+    make a band transposing."""
+    shape = [300, 200] if len(perm) == 2 else [3, 130, 150]
+    model = make_model([helper.make_node("Transpose", ["x"], ["t"], perm=perm),
+                        helper.make_node("Relu", ["t"], ["y"])], [("x", shape)], ["y"])
+    compiled = polyc.compile(model)
+    assert f"tiling: band of S0_relu: tiles {tiles}" in compiled.schedule.decisions
+    inputs = random_inputs(model, seed=4)
+    np.testing.assert_array_equal(compiled.run(inputs)["y"],
+                                  np.maximum(inputs["x"].transpose(perm), 0))
+    bias = make_model([helper.make_node("Add", ["x", "b"], ["y"])],
+                      [("x", [300, 200]), ("b", [300, 1])], ["y"])
+    assert not any("64x112" in d for d in polyc.compile(bias).schedule.decisions)
+
+
 def test_a_loop_of_one_iteration_does_not_hide_the_stride_1_loop():
     """Batch 1: isl simplifies the row of the single-iteration loop to 0; the columns
     of the product must still go innermost (not the reduction)."""

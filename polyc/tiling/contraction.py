@@ -51,6 +51,7 @@ class Contraction:
     extents: tuple[int | str, ...]  # per domain dimension, from 0; str: a parameter
     inner: tuple[int, ...] = ()  # further reduction dims, inside k, in domain order
     b_contiguous: bool = False  # b is read with stride 1 along j
+    b_batch: tuple[int, ...] = ()  # the batch dims that b's index uses
 
     @property
     def reductions(self) -> tuple[int, ...]:
@@ -199,4 +200,4 @@ def _roles(statement, extents, dims, write, x, y, read_x: int, read_y: int
     i = rows[0][1]
     batch = tuple(d for d in range(len(extents)) if d not in (i, j, *reduction))
     return Contraction(statement, i, j, k, batch, a, b, tuple(extents), tuple(reduction[1:]),
-                       sb[j] == 1)
+                       sb[j] == 1, tuple(d for d in batch if sb[d]))

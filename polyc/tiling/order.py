@@ -25,6 +25,17 @@ STRIDE_SCORES = {1: 2, 0: 1, "other": -2}
 def innermost_member(scop: Scop, band: isl.ScheduleNode) -> int:
     n = band.band_n_member()
     scores = [0] * n
+    for strides in access_strides(scop, band):
+        for k, stride in enumerate(strides):
+            scores[k] += STRIDE_SCORES.get(abs(stride), STRIDE_SCORES["other"])
+    best = max(scores)
+    return n - 1 if scores[n - 1] == best else scores.index(best)
+
+
+def access_strides(scop: Scop, band: isl.ScheduleNode) -> list[list[int]]:
+    """Per access of the band's statements (where affine), its stride in elements along
+    each band member."""
+    found = []
     for relation in union_maps(band.band_get_partial_schedule_union_map()
                                .intersect_domain(band.get_domain())):
         statement = scop.statement(relation.get_tuple_name(isl.dim_type.in_))
@@ -35,10 +46,9 @@ def innermost_member(scop: Scop, band: isl.ScheduleNode) -> int:
         for access in (statement.write,) + statement.reads:
             coefs = coefficients(flat_offset(access.affine, scop.sizing_shape(access.array)))
             strides = None if coefs is None else _strides(rows, coefs, moving)
-            for k, stride in enumerate(strides or ()):
-                scores[k] += STRIDE_SCORES.get(abs(stride), STRIDE_SCORES["other"])
-    best = max(scores)
-    return n - 1 if scores[n - 1] == best else scores.index(best)
+            if strides is not None:
+                found.append(strides)
+    return found
 
 
 def moving_dims(domain: isl.Set, scop: Scop) -> list[int]:

@@ -130,30 +130,32 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
     statement = c.statement
     operand = statement.reads[c.b]
     name = _fresh(scop, f"{operand.array}_packed")
-    shape = _panels_shape(c, nr)
-    array = Array(name, name, shape, "temp", scop.array(operand.array).dtype)
-
     copy_name = _fresh(scop, f"{statement.name}_pack")
-    params = statement.domain.get_space()
-    domain = _copy_domain(scop, copy_name, c, nr, shape)
-    to_statement = _copy_to_statement(domain, c, nr)
-    source = to_statement.apply_range(operand.relation)
-    copied = operand.pulled_back(to_statement)
-    target = set_space(ctx, name, [f"d{n}" for n in range(len(shape))]).align_params(params)
-    packed_read = Access(name, _panel_read(statement.domain, c, nr, target))
-    reads = tuple(packed_read if k == c.b else r for k, r in enumerate(statement.reads))
-    new_statement = dataclasses.replace(statement, reads=reads)
     position = scop.statements.index(statement)
-    data = _packed_constant(scop, operand, source, shape, c, nr)
-    if data is None and c.inner:
+    for at_run_time, batch in enumerate((c.b_batch, c.batch)):  # else at compile time
+        shape = _panels_shape(c, nr, batch)
+        domain = _copy_domain(scop, copy_name, c, nr, shape, batch)
+        to_statement = _copy_to_statement(domain, c, nr, batch)
+        target = set_space(ctx, name, [f"d{n}" for n in range(len(shape))]).align_params(
+            statement.domain.get_space())
+        packed_read = Access(name, _panel_read(statement.domain, c, nr, target, batch))
+        reads = tuple(packed_read if k == c.b else r for k, r in enumerate(statement.reads))
+        new_statement = dataclasses.replace(statement, reads=reads)
+        array = Array(name, name, shape, "temp", scop.array(operand.array).dtype)
+        if at_run_time:
+            break
+        source = to_statement.apply_range(operand.relation)
+        data = _packed_constant(scop, operand, source, shape, c, nr)
+        if data is not None:
+            statements = (scop.statements[:position] + (new_statement,)
+                          + scop.statements[position + 1:])
+            result = _with_constant(scop, statements, array, data, operand.array)
+            return result, Packed(dataclasses.replace(c, statement=new_statement), None, name,
+                                  nr, operand.array, to_statement)
+    if c.inner:
         raise PolycError(f"{statement.name}: its operand {operand.array} cannot be packed at "
                          "compile time (check packs_at_compile_time first)")
-    if data is not None:
-        statements = (scop.statements[:position] + (new_statement,)
-                      + scop.statements[position + 1:])
-        result = _with_constant(scop, statements, array, data, operand.array)
-        return result, Packed(dataclasses.replace(c, statement=new_statement), None, name, nr,
-                              operand.array, to_statement)
+    copied = operand.pulled_back(to_statement)
     space = domain.get_space()
     write = affs_to_map(space, target, [variable(space, d) for d in range(len(shape))])
     copy = Statement(copy_name, domain, Access(name, write.intersect_domain(domain)),
@@ -180,27 +182,30 @@ def packs_at_compile_time(scop: Scop, c: Contraction, nr: int) -> bool:
     ``b`` is not read with stride 1 along ``j`` needs: a transposed direct conv's
     weights)."""
     operand = c.statement.reads[c.b]
-    shape = _panels_shape(c, nr)
+    shape = _panels_shape(c, nr, c.b_batch)
     if any(isinstance(e, str) for e in shape):
         return False
-    domain = _copy_domain(scop, "P", c, nr, shape)
-    source = _copy_to_statement(domain, c, nr).apply_range(operand.relation)
+    domain = _copy_domain(scop, "P", c, nr, shape, c.b_batch)
+    source = _copy_to_statement(domain, c, nr, c.b_batch).apply_range(operand.relation)
     return _constant_offset(scop, operand, source, shape, c) is not None
 
 
-def _copy_domain(scop: Scop, name: str, c: Contraction, nr: int, shape: tuple) -> isl.Set:
+def _copy_domain(scop: Scop, name: str, c: Contraction, nr: int, shape: tuple,
+                 batch: tuple[int, ...]) -> isl.Set:
     """The packing copy's instances ``name[batch.., jb, k, inner.., jj]`` (the last panel
     partial)."""
     domain = box(scop.ctx, name, shape).align_params(c.statement.domain.get_space())
-    return _within(domain, len(c.batch), len(shape) - 1, nr, c.extent("j"))
+    return _within(domain, len(batch), len(shape) - 1, nr, c.extent("j"))
 
 
-def _panels_shape(c: Contraction, nr: int) -> tuple:
-    """``(batch.., panels, k, inner.., nr)``: ``b`` in panels of ``nr`` columns."""
+def _panels_shape(c: Contraction, nr: int, batch: tuple[int, ...]) -> tuple:
+    """``(batch.., panels, k, inner.., nr)``: ``b`` in panels of ``nr`` columns, one set
+    of panels per instance of the batch dims ``batch`` (all of ``c``'s when copied at
+    run time; those ``b`` uses when packed at compile time)."""
     columns = c.extent("j")
     panels = (f"floor(({columns} + {nr - 1})/{nr})" if isinstance(columns, str)
               else -(-columns // nr))
-    return (tuple(c.extents[d] for d in c.batch) + (panels, c.extent("k"))
+    return (tuple(c.extents[d] for d in batch) + (panels, c.extent("k"))
             + tuple(c.extents[d] for d in c.inner) + (nr,))
 
 
@@ -228,7 +233,7 @@ def _packed_constant(scop: Scop, operand: Access, source: isl.Map, shape: tuple[
     array = scop.array(operand.array)
     coefficients, constant = offset
     grid = np.indices(shape, dtype=np.int64)
-    n_batch = len(c.batch)
+    n_batch = len(shape) - 3 - len(c.inner)
     inside = nr * grid[n_batch] + grid[-1] < c.extent("j")
     position = np.tensordot(np.asarray(coefficients, dtype=np.int64), grid, axes=1) + constant
     position = np.clip(position, 0, array.size - 1)  # in bounds where not ``inside``
@@ -239,7 +244,7 @@ def _packed_constant(scop: Scop, operand: Access, source: isl.Map, shape: tuple[
 def _small_growth(array: Array, shape: tuple[int, ...], c: Contraction) -> bool:
     """Whether panels of ``shape`` hold at most :data:`CONSTANT_GROWTH` times ``array``
     (with a last partial panel)."""
-    padded = array.size + shape[-1] * np.prod(shape[len(c.batch) + 1:-1])
+    padded = array.size + shape[-1] * np.prod(shape[-2 - len(c.inner):-1])
     return np.prod(shape) <= CONSTANT_GROWTH * padded
 
 
@@ -292,31 +297,34 @@ def _within(domain: isl.Set, jb: int, jj: int, nr: int, extent: int | str) -> is
     return domain.add_constraint(last)
 
 
-def _copy_to_statement(domain: isl.Set, c: Contraction, nr: int) -> isl.Map:
-    """``P[batch, jb, k, inner.., jj] -> S[..]`` with ``j = nr*jb + jj`` and ``i = 0``."""
+def _copy_to_statement(domain: isl.Set, c: Contraction, nr: int,
+                       batch: tuple[int, ...]) -> isl.Map:
+    """``P[batch, jb, k, inner.., jj] -> S[..]`` with ``j = nr*jb + jj``, and ``i`` and
+    the batch dims not in ``batch`` 0."""
     space = domain.get_space()
-    n_batch = len(c.batch)
+    n_batch = len(batch)
     jj = n_batch + 2 + len(c.inner)
-    affs = [None] * len(c.extents)
-    for n, d in enumerate(c.batch):
+    zero = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(space))
+    affs = [zero] * len(c.extents)
+    for n, d in enumerate(batch):
         affs[d] = variable(space, n)
     affs[c.j] = variable(space, n_batch).scale_val(isl.Val.int_from_si(space.get_ctx(), nr)) \
         .add(variable(space, jj))
     affs[c.k] = variable(space, n_batch + 1)
     for n, d in enumerate(c.inner):
         affs[d] = variable(space, n_batch + 2 + n)
-    affs[c.i] = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(space))
     target = c.statement.domain.get_space()
     result = affs_to_map(space, target, affs)
     return result.intersect_domain(domain)
 
 
-def _panel_read(domain: isl.Set, c: Contraction, nr: int, target: isl.Space) -> isl.Map:
+def _panel_read(domain: isl.Set, c: Contraction, nr: int, target: isl.Space,
+                batch: tuple[int, ...]) -> isl.Map:
     """``S[..] -> Bp[batch.., floor(j/nr), k, inner.., j mod nr]``."""
     space = domain.get_space()
     width = isl.Val.int_from_si(space.get_ctx(), nr)
     j = variable(space, c.j)
-    affs = [variable(space, d) for d in c.batch]
+    affs = [variable(space, d) for d in batch]
     affs += [j.scale_down_val(width).floor(), variable(space, c.k)]
     affs += [variable(space, d) for d in c.inner] + [j.mod_val(width)]
     return affs_to_map(space, target, affs).intersect_domain(domain)

@@ -21,7 +21,7 @@ from polyc.errors import PolycError
 from polyc.islutil import map_bottom_up, multi_union, span, statement_names, union_maps
 from polyc.scop.model import Scop
 from polyc.tiling.cache import host_caches, tile_size
-from polyc.tiling.order import innermost_member
+from polyc.tiling.order import access_strides, innermost_member
 from polyc.tiling.overrides import Lookup, per_statement, tile_sizes
 from polyc.tiling.stencil import (
     Stencil,
@@ -33,6 +33,14 @@ from polyc.tiling.stencil import (
     stencil_sizes,
     wavefront,
 )
+
+# A transposing band (one access stride 1 along the innermost member, another along an
+# outer one) gets tiles of this many iterations of that outer member and of the
+# innermost, 1 of the others: the tile's rows of both arrays stay in L1. A 7x7 stride-2
+# conv's output, 64 channels x 112x112 pixels with Relu, written back from (pixel,
+# channel) to (channel, pixel): 4.6 ms as one tile, 0.34-0.41 ms with 16 or 32 x 112,
+# 0.30 with 64 x 112, 0.56 with 16 x 2 x 112.
+TRANSPOSE_TILE = (64, 112)
 
 
 def tile_bands(scop: Scop, schedule: isl.Schedule, sizes: Lookup | int | None = None,
@@ -81,6 +89,12 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
     permuted = "" if order == list(range(n)) else f", members reordered {tuple(order)}"
     stencil = stencil_band(scop, band)
     sizes = _sizes(scop, statements, stencil, n, size, diamond=False)
+    members = _transposed_members(scop, band, extents) if stencil is None and size is None \
+        else None
+    if members is not None:
+        sizes = [1] * n
+        for member, chosen in zip(members, TRANSPOSE_TILE):
+            sizes[member] = chosen
     if all(e is not None and e <= s for e, s in zip(extents, sizes)):
         notes.append(f"band of {names}: one tile (extents {extents}){permuted}")
         return band
@@ -104,6 +118,22 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
         tile = wavefront(tile)
         notes.append(f"band of {names}: wavefront over tile loops 0+1 (tile loop 1 parallel)")
     return tile
+
+
+def _transposed_members(scop: Scop, band: isl.ScheduleNode, extents: list[int | None]
+                        ) -> tuple[int, int] | None:
+    """``(across, inner)`` for a transposing band: ``inner`` the innermost member of
+    more than one iteration, some access stride 1 along it, and another stride 1 along
+    ``across``, an outer member, and a larger stride along ``inner``; else None."""
+    moving = [k for k, e in enumerate(extents) if e != 1]
+    if len(moving) < 2:
+        return None
+    inner = moving[-1]
+    strides = access_strides(scop, band)
+    if not any(abs(s[inner]) == 1 for s in strides):
+        return None
+    across = [k for s in strides for k in moving[:-1] if abs(s[k]) == 1 and abs(s[inner]) > 1]
+    return (across[0], inner) if across else None
 
 
 def _sizes(scop: Scop, statements: set[str], stencil: Stencil | None, n: int,

@@ -156,8 +156,10 @@ def _direct_fits(groups: int, win: Window, m_size: int) -> bool:
     :data:`DIRECT_MIN_CHANNELS` output channels (a register tile's rows) and at most
     :data:`DIRECT_MAX_WASTE` times its output pixels computed is direct
     (:func:`_direct`)."""
-    if groups != 1 or win.rank != 2 or set(win.strides) != {1} or size(win.kernel) == 1:
+    if groups != 1 or win.rank != 2 or size(win.kernel) == 1:
         return False
+    if set(win.strides) != {1}:
+        return m_size % TRANSPOSED_CHANNELS == 0 and size(win.out) >= TRANSPOSED_MIN_PIXELS
     return (m_size >= DIRECT_MIN_CHANNELS
             and _direct_grid(win, DIRECT_TILE_COLUMNS)[1] <= DIRECT_MAX_WASTE * size(win.out))
 
@@ -198,6 +200,8 @@ def _direct(ctx, X, W, B, win: Window):
     """
     n_size, c_size = X.shape[:2]
     m_size = W.shape[0]
+    if set(win.strides) != {1}:
+        return _strided_direct(ctx, X, W, B, win)
     (oh, ow), (kh, kw), (dh, dw) = win.out, win.kernel, win.dilations
     wp, pixels = _direct_grid(win)
     rows = -(-((kh - 1) * dh * wp + (kw - 1) * dw + pixels) // wp)
@@ -219,6 +223,38 @@ def _direct(ctx, X, W, B, win: Window):
     pixel = Ix(((2, wp), (3, 1)))
     index = (Ix.var(0), pixel, Ix.var(1)) if transposed else (Ix.var(0), Ix.var(1), pixel)
     return ctx.map((n_size, m_size, oh, ow), Read(product.name, index), label="conv_crop")
+
+
+def _strided_direct(ctx, X, W, B, win: Window):
+    """A strided direct convolution, output channels along the vector lanes:
+
+    - ``Xp[n, c, r, w] = X[n, c, r - begin_h, w - begin_w]`` (0 outside), as many rows
+      and columns as the windows span;
+    - ``Yt[n, oh, ow, m] = B[m] + sum_{c, kh, kw} W[m, c, kh, kw] *
+      Xp[n, c, oh*sh + kh*dh, ow*sw + kw*dw]``: the register tile broadcasts pixels
+      ``ow``, ``sw`` apart, and loads weights packed at compile time;
+    - ``Y[n, m, oh, ow] = Yt[n, oh, ow, m]``.
+
+    Unlike :func:`_direct`'s flat rows of the padded width, the pixel loops stay two:
+    with a stride, no flat pixel number makes the reads affine.
+    """
+    n_size, c_size = X.shape[:2]
+    m_size = W.shape[0]
+    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = win.out, win.kernel, win.strides, win.dilations
+    index = identity_index(2) + (Ix(((2, 1),), -win.begin[0]), Ix(((3, 1),), -win.begin[1]))
+    padded = ctx.map((n_size, c_size, win.span(0), win.span(1)),
+                     Read(X.name, index, "fill", 0.0), label="conv_pad")
+    n, m = Ix.var(0), Ix.var(3)
+    x = Read(padded.name, (n, Ix.var(4), Ix(((1, sh), (5, dh))), Ix(((2, sw), (6, dw)))))
+    w = Read(W.name, (m, Ix.var(4), Ix.var(5), Ix.var(6)))
+    init = Const(0.0) if B is None else Read(B.name, (m,))
+    extents = (n_size, oh, ow, m_size)
+    product = ctx.reduce(out_shape=extents, init=init, extents=extents + (c_size, kh, kw),
+                         out_index=(n, Ix.var(1), Ix.var(2), m), combiner="add",
+                         expr=Call("mul", (w, x)), label="conv_transposed")
+    return ctx.map((n_size, m_size, oh, ow),
+                   Read(product.name, (Ix.var(0), Ix.var(2), Ix.var(3), Ix.var(1))),
+                   label="conv_crop")
 
 
 def _im2col(ctx, src, win: Window, *, bounded: bool = False):
