@@ -218,6 +218,21 @@ def test_direct_conv_with_channels_in_the_lanes(case, threads):
     assert_compiled_matches(compiled, model)
 
 
+@pytest.mark.parametrize("channels, tile", [(16, "16x16"), (32, "8x32"), (48, "5x48"),
+                                           (80, "5x64")])
+def test_strided_direct_conv_to_few_channels_gets_a_narrower_tile(channels, tile):
+    """Output channels in fewer vectors than the 5x64 tile has: a tile as wide as they
+    are, with more pixel rows (16 accumulators); 80 channels: 5x64 and a partial tile
+    of 16 columns; results match onnxruntime."""
+    model = _conv_relu((1, 3, 50, 48), (channels, 3, 3, 3),
+                       {"strides": [2, 2], "pads": [1, 1, 1, 1]}, True)
+    compiled = polyc.compile(model)
+    assert any(re.match(r"tiling: contraction S\d_conv_transposed_update: w packed into "
+                        rf"w_packed at compile time, register tile {tile},", d)
+               for d in compiled.schedule.decisions)
+    assert_compiled_matches(compiled, model)
+
+
 def test_strided_direct_conv_reads_the_padded_input_two_pixel_loops():
     """A stride-2 7x7 conv (a CNN's stem): the padded copy of X spans the windows, and
     one Reduce over (n, oh, ow, m, c, kh, kw) reads it at (oh*2 + kh, ow*2 + kw)."""

@@ -61,6 +61,11 @@ KC = 256
 # accumulator was spilled (3x3 conv 64ch at 56x56: 6x64 1.12x onnxruntime's time, 5x64
 # and 4x64 1.06, 6x48 1.05 and 4x80 1.16 at 128ch where their last tile is partial).
 PACKED_DIRECT_TILE = (5, 64)
+# With fewer output channels than its columns, the tile is as many vectors wide as they
+# fill, and this many accumulators: 16x16 or 8x32 (3x3 stride-2 convs + Relu, 1 thread,
+# time over onnxruntime's: 3->16 channels at 320x320 1.09-1.12 with 8 or 16 rows, 1.25
+# with 20, 1.33 with 24; 16->32 at 160x160 0.94-0.97 with 6 to 10 rows, 1.06 with 4).
+NARROW_DIRECT_ACCUMULATORS = 16
 # With fewer rows than any tile (a conv over 1 to 4 pixels, as a transposed product), a
 # tile of all of them and as many vectors as make ACCUMULATORS, at most FEW_ROWS_VECTORS
 # (the loads of B per step: 2 per cycle keep pace with the FMAs), when the reduction has
@@ -110,8 +115,9 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
     - the register tile that leaves the fewest columns (then rows) to partial tiles
       (of :data:`SYMBOLIC_ROW_TILES` when the rows are symbolic); rows first with
       inner reductions (a direct convolution), :data:`PACKED_DIRECT_TILE` when its
-      weights are packed; all the rows when there are fewer than any tile has and
-      at least :data:`KC` reduction steps (see :data:`ACCUMULATORS`);
+      weights are packed (narrower for fewer channels: :data:`NARROW_DIRECT_ACCUMULATORS`);
+      all the rows when there are fewer than any tile has and at least :data:`KC`
+      reduction steps (see :data:`ACCUMULATORS`);
     - with inner reductions, ``kc`` k steps (channels) of ``inner_size`` each make
       about :data:`KC` steps (16 to 64 channels of a 3x3 kernel measured the same);
     - ``kc`` = :data:`KC`, measured best on this machine kind (256 to 512 were within
@@ -134,6 +140,9 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
         mr, nr = m, LANES * max(1, min(FEW_ROWS_VECTORS, ACCUMULATORS // m, n // LANES))
     if c.inner and not c.b_contiguous:
         mr, nr = PACKED_DIRECT_TILE
+        if LANES <= n < nr:  # fewer channels: a narrower tile, more pixels
+            nr = n // LANES * LANES
+            mr = NARROW_DIRECT_ACCUMULATORS // (nr // LANES)
     # with inner reductions a k step is a whole kernel window
     kc = min(KC, -(-k // LANES) * LANES) if not c.inner else min(k, max(KC // inner, 1))
     steps = kc * inner
