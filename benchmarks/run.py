@@ -208,6 +208,12 @@ CASES = {
     "conv3x3_4": lambda: conv_case("conv3x3 128x4x4", 128, 4),
     "conv3x3_7": lambda: conv_case("conv3x3 512x7x7", 512, 7),
     "conv3x3relu_56": lambda: conv_case("conv3x3+relu 64x56x56", 64, 56, relu=True),
+    "conv7x7s2_224": lambda: conv_case("conv7x7 s2+relu 3->64 224x224", 3, 224, kernel=7,
+                                       stride=2, out_channels=64, relu=True),
+    "conv3x3s2_56": lambda: conv_case("conv3x3 s2 64->128 56x56", 64, 56, stride=2,
+                                      out_channels=128),
+    "conv3x3s2_160": lambda: conv_case("conv3x3 s2 16->32 160x160", 16, 160, stride=2,
+                                       out_channels=32),
 }
 
 
