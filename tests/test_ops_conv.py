@@ -233,6 +233,24 @@ def test_strided_direct_conv_to_few_channels_gets_a_narrower_tile(channels, tile
     assert_compiled_matches(compiled, model)
 
 
+def test_strided_conv_over_few_pixels_is_direct_while_its_weights_fit_in_l2(monkeypatch):
+    """100 output pixels (fewer than 512), 64 channels: direct while the weights (72 KiB)
+    take at most 3/4 of L2, which the tile streams once per output row; im2col with a
+    64 KiB L2; both match onnxruntime."""
+    from polyc.frontend.ops import conv
+    from polyc.host import Caches
+
+    model = _conv_relu((1, 32, 20, 20), (64, 32, 3, 3),
+                       {"strides": [2, 2], "pads": [1, 1, 1, 1]}, True)
+    for l2, label in ((2 * 1024 ** 2, "conv_transposed"), (64 * 1024, "conv")):
+        monkeypatch.setattr(conv, "host_caches", lambda l2=l2: Caches(48 * 1024, l2, 0))
+        ops = [op for op in import_model(model).ops if isinstance(op, Reduce)]
+        assert [op.label for op in ops] == [label]
+        if label == "conv_transposed":
+            assert ops[0].extents == (1, 10, 10, 64, 32, 3, 3)
+        assert_compiled_matches(polyc.compile(model), model)
+
+
 def test_strided_direct_conv_reads_the_padded_input_two_pixel_loops():
     """A stride-2 7x7 conv (a CNN's stem): the padded copy of X spans the windows, and
     one Reduce over (n, oh, ow, m, c, kh, kw) reads it at (oh*2 + kh, ow*2 + kw)."""

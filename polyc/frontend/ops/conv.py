@@ -34,6 +34,7 @@ from polyc.frontend.core import Call, Const, Ix, Read, identity_index
 from polyc.frontend.ops.indexing import size
 from polyc.frontend.ops.registry import onnx_op
 from polyc.frontend.ops.window import AUTO_PADS, Window, padded_read, spatial_attribute, window
+from polyc.host import host_caches
 
 # Depthwise kernels of at most this many positions (7x7) are summed in one statement.
 UNROLLED_KERNEL = 49
@@ -68,6 +69,14 @@ TRANSPOSED_MIN_PIXELS = 512
 # 3->16 channels at 320x320 1.41 -> 1.19, 16->32 at 160x160 1.37 -> 0.96, 32->64 at
 # 80x80 1.48 -> 1.08; 7x7 3->64 at 224x224 1.54 -> 1.07.
 STRIDED_CHANNELS = 16
+# With fewer output pixels, a strided conv to a multiple of 64 channels is direct when
+# its weights take at most this share of L2: it streams them once per output row
+# (1 thread, 2 MiB of L2, time over onnxruntime's by im2col -> direct: 3x3 s2 128->256
+# at 20x20 1.20 -> 1.00, 64->128 at 40x40 1.20 -> 0.98, 192->192 at 28x28 (1.3 MB of
+# weights) 1.21 -> 1.06; 256->256 at 28x28 (2.4 MB) 1.20 -> 1.38, 512->512 at 14x14
+# 1.12 -> 2.09; 96->96 at 28x28, a partial column tile, 1.23 -> 1.56).
+STRIDED_WEIGHTS_IN_L2 = 0.75
+FLOAT_BYTES = 4
 # At most this many pixels computed per output pixel (7x7: 64 for 49; 4x4: 64 for 16,
 # which im2col ran in a quarter of the time).
 DIRECT_MAX_WASTE = 1.5
@@ -84,7 +93,7 @@ def Conv(ctx, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
     if groups == X.shape[1] == W.shape[0]:
         weights = ctx.view(W, (groups,) + W.shape[2:], label="conv_weights")
         return _depthwise(ctx, X, weights, B, win)
-    if _direct_fits(groups, win, W.shape[0]):
+    if _direct_fits(groups, win, W.shape[0], W.shape[1]):
         return _direct(ctx, X, W, B, win)
     col = _im2col(ctx, X, win)
     weights = ctx.view(W, (W.shape[0], size(W.shape[1:])), label="conv_weights")
@@ -161,16 +170,22 @@ def _check_shapes(ctx, X, W, B, group: int, kernel_shape, *, transposed: bool) -
     return group
 
 
-def _direct_fits(groups: int, win: Window, m_size: int) -> bool:
+def _direct_fits(groups: int, win: Window, m_size: int, c_size: int) -> bool:
     """A 2-D, ungrouped conv with a kernel larger than 1x1 is direct (:func:`_direct`)
     when, with stride 1, it has at least :data:`DIRECT_MIN_CHANNELS` output channels (a
     register tile's rows) and at most :data:`DIRECT_MAX_WASTE` times its output pixels
     computed; strided, with output channels in whole vectors
-    (:data:`STRIDED_CHANNELS`) and at least :data:`TRANSPOSED_MIN_PIXELS` pixels."""
+    (:data:`STRIDED_CHANNELS`) and at least :data:`TRANSPOSED_MIN_PIXELS` pixels, or
+    channels in whole 64-lane tiles and weights in L2 (:data:`STRIDED_WEIGHTS_IN_L2`)."""
     if groups != 1 or win.rank != 2 or size(win.kernel) == 1:
         return False
     if set(win.strides) != {1}:
-        return m_size % STRIDED_CHANNELS == 0 and size(win.out) >= TRANSPOSED_MIN_PIXELS
+        if m_size % STRIDED_CHANNELS:
+            return False
+        weights = m_size * size(win.kernel) * c_size * FLOAT_BYTES
+        return size(win.out) >= TRANSPOSED_MIN_PIXELS or (
+            m_size % TRANSPOSED_CHANNELS == 0
+            and weights <= STRIDED_WEIGHTS_IN_L2 * host_caches().l2)
     return (m_size >= DIRECT_MIN_CHANNELS
             and _direct_grid(win, DIRECT_TILE_COLUMNS)[1] <= DIRECT_MAX_WASTE * size(win.out))
 
