@@ -251,6 +251,20 @@ def test_strided_conv_over_few_pixels_is_direct_while_its_weights_fit_in_l2(monk
         assert_compiled_matches(polyc.compile(model), model)
 
 
+@pytest.mark.parametrize("x_shape, direct", [((1, 3, 120, 20), True), ((1, 3, 240, 12), False)])
+def test_strided_direct_conv_rows_are_output_rows(x_shape, direct):
+    """The tile's rows are pixels of one output row: 10 columns take a 10x16 tile (not
+    16x16); 6 columns (fewer than 8) go to im2col; results match onnxruntime."""
+    model = _conv_relu(x_shape, (16, 3, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]},
+                       False)
+    compiled = polyc.compile(model)
+    notes = [d for d in compiled.schedule.decisions if d.startswith("tiling: contraction")]
+    assert any("conv_transposed_update: w packed into w_packed at compile time, register "
+               "tile 10x16," in d for d in notes) == direct
+    assert ("im2col" in str(compiled.compilation.scop)) != direct
+    assert_compiled_matches(compiled, model)
+
+
 def test_strided_direct_conv_reads_the_padded_input_two_pixel_loops():
     """A stride-2 7x7 conv (a CNN's stem): the padded copy of X spans the windows, and
     one Reduce over (n, oh, ow, m, c, kh, kw) reads it at (oh*2 + kh, ow*2 + kw)."""

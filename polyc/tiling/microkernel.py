@@ -143,6 +143,7 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
         if LANES <= n < nr:  # fewer channels: a narrower tile, more pixels
             nr = n // LANES * LANES
             mr = NARROW_DIRECT_ACCUMULATORS // (nr // LANES)
+        mr = min(mr, m)  # a row of fewer pixels: one tile of all of them
     # with inner reductions a k step is a whole kernel window
     kc = min(KC, -(-k // LANES) * LANES) if not c.inner else min(k, max(KC // inner, 1))
     steps = kc * inner

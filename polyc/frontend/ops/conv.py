@@ -76,6 +76,11 @@ STRIDED_CHANNELS = 16
 # weights) 1.21 -> 1.06; 256->256 at 28x28 (2.4 MB) 1.20 -> 1.38, 512->512 at 14x14
 # 1.12 -> 2.09; 96->96 at 28x28, a partial column tile, 1.23 -> 1.56).
 STRIDED_WEIGHTS_IN_L2 = 0.75
+# A strided conv is direct only with at least this many output columns: the register
+# tile's rows are pixels of one output row (64->64 at 16x16, 8 columns: 1.22 -> 1.16;
+# ResNet-18's convs to 4x4 and 2x2 outputs, fewer columns than a tile's 5 rows, had
+# taken 3x the model's time as plain loops).
+STRIDED_MIN_WIDTH = 8
 FLOAT_BYTES = 4
 # At most this many pixels computed per output pixel (7x7: 64 for 49; 4x4: 64 for 16,
 # which im2col ran in a quarter of the time).
@@ -175,12 +180,14 @@ def _direct_fits(groups: int, win: Window, m_size: int, c_size: int) -> bool:
     when, with stride 1, it has at least :data:`DIRECT_MIN_CHANNELS` output channels (a
     register tile's rows) and at most :data:`DIRECT_MAX_WASTE` times its output pixels
     computed; strided, with output channels in whole vectors
-    (:data:`STRIDED_CHANNELS`) and at least :data:`TRANSPOSED_MIN_PIXELS` pixels, or
-    channels in whole 64-lane tiles and weights in L2 (:data:`STRIDED_WEIGHTS_IN_L2`)."""
+    (:data:`STRIDED_CHANNELS`), output rows of :data:`STRIDED_MIN_WIDTH` pixels or more,
+    and at least :data:`TRANSPOSED_MIN_PIXELS` pixels or channels in whole 64-lane
+    tiles and weights in L2 (:data:`STRIDED_WEIGHTS_IN_L2`)."""
     if groups != 1 or win.rank != 2 or size(win.kernel) == 1:
         return False
     if set(win.strides) != {1}:
-        if m_size % STRIDED_CHANNELS:
+        if (m_size % STRIDED_CHANNELS or not isinstance(win.out[1], int)
+                or win.out[1] < STRIDED_MIN_WIDTH):
             return False
         weights = m_size * size(win.kernel) * c_size * FLOAT_BYTES
         return size(win.out) >= TRANSPOSED_MIN_PIXELS or (
