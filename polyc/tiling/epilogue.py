@@ -19,7 +19,8 @@ back along it are its rows. Conditions, from the SCoP alone:
   an array ``S`` does not touch;
 - each maps into ``S``'s ``(batch.., i, j)`` box;
 - an epilogue reads, in each row of C, one interval along ``j`` (no holes between
-  the vector lanes).
+  the vector lanes), and writes consecutive elements along ``j`` (not a transposed
+  conv's write-back, a channel plane between lanes).
 
 :func:`attachable` checks these; the caller also checks the schedule tree (``I``, ``S``
 and ``E`` consecutive children of one sequence), and the legality checker verifies the
