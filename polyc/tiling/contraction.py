@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import islpy as isl
 
 from polyc.frontend.core import Call, Const
-from polyc.islutil import band_above, box, flat_offset, union_maps, union_sets
+from polyc.islutil import band_above, box, union_maps, union_sets
 from polyc.scop.model import Load, Scop, Statement
-from polyc.tiling.order import band_rows, coefficients, moving_dims
+from polyc.tiling.order import access_coefficients, band_rows, moving_dims
 
 # A symbolic extent's size where blocks are chosen: large, so that cache blocks are
 # sized by the caches rather than capped by a guess (a block larger than the extent
@@ -88,7 +88,7 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
         return None
     x, y = operands
     guarded = [n for n in (x, y) if statement.reads[n].address is not None]
-    strides = [_strides(scop, access) for access in
+    strides = [access_coefficients(scop, access) for access in
                (statement.write, statement.reads[x], statement.reads[y])]
     if any(s is None for s in strides):
         return None
@@ -176,10 +176,6 @@ def _unit_rows(scop: Scop, band: isl.ScheduleNode, statement: Statement) -> bool
     units = sorted(r.index(1) for r in on_moving if sorted(r) == [0] * (len(moving) - 1) + [1])
     zeros = sum(not any(r) for r in on_moving)
     return units == list(range(len(moving))) and zeros == n_dims - len(moving)
-
-
-def _strides(scop: Scop, access) -> list[int] | None:
-    return coefficients(flat_offset(access.affine, scop.sizing_shape(access.array)))
 
 
 def _roles(statement, extents, dims, write, x, y, read_x: int, read_y: int

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from polyc.islutil import flat_offset, single_multi_aff
+from polyc.islutil import single_multi_aff
 from polyc.scop.model import Scop, Statement
 from polyc.tiling.contraction import Contraction
-from polyc.tiling.order import coefficients
+from polyc.tiling.order import access_coefficients
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def _writes_along_j(scop: Scop, c: Contraction, t: Statement, to_c: isl.MultiAff
             if not j.get_coefficient_val(isl.dim_type.in_, d).is_zero()]
     if len(uses) != 1 or not j.get_coefficient_val(isl.dim_type.in_, uses[0]).is_one():
         return True
-    strides = coefficients(flat_offset(t.write.relation, scop.sizing_shape(t.write.array)))
+    strides = access_coefficients(scop, t.write)
     return strides is None or strides[uses[0]] == 1
 
 

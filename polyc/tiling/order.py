@@ -17,7 +17,7 @@ import islpy as isl
 
 from polyc.islutil import flat_offset, union_maps
 from polyc.scheduler.linalg import left_solve
-from polyc.scop.model import Scop
+from polyc.scop.model import Access, Scop
 
 STRIDE_SCORES = {1: 2, 0: 1, "other": -2}
 
@@ -44,11 +44,16 @@ def access_strides(scop: Scop, band: isl.ScheduleNode) -> list[list[int]]:
             continue
         moving = moving_dims(statement.domain, scop)
         for access in (statement.write,) + statement.reads:
-            coefs = coefficients(flat_offset(access.affine, scop.sizing_shape(access.array)))
+            coefs = access_coefficients(scop, access)
             strides = None if coefs is None else _strides(rows, coefs, moving)
             if strides is not None:
                 found.append(strides)
     return found
+
+
+def access_coefficients(scop: Scop, access: Access) -> list[int] | None:
+    """The element stride of ``access`` along each loop of its statement, if affine."""
+    return coefficients(flat_offset(access.affine, scop.sizing_shape(access.array)))
 
 
 def moving_dims(domain: isl.Set, scop: Scop) -> list[int]:

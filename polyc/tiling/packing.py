@@ -132,29 +132,29 @@ def pack(scop: Scop, contraction: Contraction, nr: int) -> tuple[Scop, Packed]:
     name = _fresh(scop, f"{operand.array}_packed")
     copy_name = _fresh(scop, f"{statement.name}_pack")
     position = scop.statements.index(statement)
-    for at_run_time, batch in enumerate((c.b_batch, c.batch)):  # else at compile time
-        shape = _panels_shape(c, nr, batch)
-        domain = _copy_domain(scop, copy_name, c, nr, shape, batch)
-        to_statement = _copy_to_statement(domain, c, nr, batch)
-        target = set_space(ctx, name, [f"d{n}" for n in range(len(shape))]).align_params(
-            statement.domain.get_space())
-        packed_read = Access(name, _panel_read(statement.domain, c, nr, target, batch))
-        reads = tuple(packed_read if k == c.b else r for k, r in enumerate(statement.reads))
-        new_statement = dataclasses.replace(statement, reads=reads)
-        array = Array(name, name, shape, "temp", scop.array(operand.array).dtype)
-        if at_run_time:
-            break
-        source = to_statement.apply_range(operand.relation)
-        data = _packed_constant(scop, operand, source, shape, c, nr)
-        if data is not None:
-            statements = (scop.statements[:position] + (new_statement,)
-                          + scop.statements[position + 1:])
-            result = _with_constant(scop, statements, array, data, operand.array)
-            return result, Packed(dataclasses.replace(c, statement=new_statement), None, name,
-                                  nr, operand.array, to_statement)
-    if c.inner:
-        raise PolycError(f"{statement.name}: its operand {operand.array} cannot be packed at "
-                         "compile time (check packs_at_compile_time first)")
+    # at compile time (one set of panels for the batch dims b does not use), else a copy
+    batch = c.b_batch
+    shape, domain, to_statement = _layout(scop, copy_name, c, nr, batch)
+    data = _packed_constant(scop, operand, to_statement.apply_range(operand.relation),
+                            shape, c, nr)
+    if data is None:
+        if c.inner:
+            raise PolycError(f"{statement.name}: its operand {operand.array} cannot be packed "
+                             "at compile time (check packs_at_compile_time first)")
+        batch = c.batch
+        shape, domain, to_statement = _layout(scop, copy_name, c, nr, batch)
+    target = set_space(ctx, name, [f"d{n}" for n in range(len(shape))]).align_params(
+        statement.domain.get_space())
+    packed_read = Access(name, _panel_read(statement.domain, c, nr, target, batch))
+    reads = tuple(packed_read if k == c.b else r for k, r in enumerate(statement.reads))
+    new_statement = dataclasses.replace(statement, reads=reads)
+    array = Array(name, name, shape, "temp", scop.array(operand.array).dtype)
+    if data is not None:
+        statements = (scop.statements[:position] + (new_statement,)
+                      + scop.statements[position + 1:])
+        result = _with_constant(scop, statements, array, data, operand.array)
+        return result, Packed(dataclasses.replace(c, statement=new_statement), None, name, nr,
+                              operand.array, to_statement)
     copied = operand.pulled_back(to_statement)
     space = domain.get_space()
     write = affs_to_map(space, target, [variable(space, d) for d in range(len(shape))])
@@ -182,12 +182,19 @@ def packs_at_compile_time(scop: Scop, c: Contraction, nr: int) -> bool:
     ``b`` is not read with stride 1 along ``j`` needs: a transposed direct conv's
     weights)."""
     operand = c.statement.reads[c.b]
-    shape = _panels_shape(c, nr, c.b_batch)
-    if any(isinstance(e, str) for e in shape):
-        return False
-    domain = _copy_domain(scop, "P", c, nr, shape, c.b_batch)
-    source = _copy_to_statement(domain, c, nr, c.b_batch).apply_range(operand.relation)
+    shape, _, to_statement = _layout(scop, "P", c, nr, c.b_batch)
+    source = to_statement.apply_range(operand.relation)
     return _constant_offset(scop, operand, source, shape, c) is not None
+
+
+def _layout(scop: Scop, name: str, c: Contraction, nr: int, batch: tuple[int, ...]
+            ) -> tuple[tuple, isl.Set, isl.Map]:
+    """The panels' shape, the instances of a copy ``name`` filling them and the map of
+    those to instances of S (:func:`_panels_shape`, :func:`_copy_domain`,
+    :func:`_copy_to_statement`), one set of panels per instance of ``batch``."""
+    shape = _panels_shape(c, nr, batch)
+    domain = _copy_domain(scop, name, c, nr, shape, batch)
+    return shape, domain, _copy_to_statement(domain, c, nr, batch)
 
 
 def _copy_domain(scop: Scop, name: str, c: Contraction, nr: int, shape: tuple,

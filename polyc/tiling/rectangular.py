@@ -88,10 +88,11 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
     names = ", ".join(sorted(statements))
     permuted = "" if order == list(range(n)) else f", members reordered {tuple(order)}"
     stencil = stencil_band(scop, band)
-    sizes = _sizes(scop, statements, stencil, n, size, diamond=False)
     members = _transposed_members(scop, band, extents) if stencil is None and size is None \
         else None
-    if members is not None:
+    if members is None:
+        sizes = _sizes(scop, statements, stencil, n, size, diamond=False)
+    else:
         sizes = [1] * n
         for member, chosen in zip(members, TRANSPOSE_TILE):
             sizes[member] = chosen

@@ -30,6 +30,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
+import numpy as np
+
 from polyc.frontend.core import Call, Const, Ix, Read, identity_index
 from polyc.frontend.ops.indexing import size
 from polyc.frontend.ops.registry import onnx_op
@@ -81,7 +83,6 @@ STRIDED_WEIGHTS_IN_L2 = 0.75
 # ResNet-18's convs to 4x4 and 2x2 outputs, fewer columns than a tile's 5 rows, had
 # taken 3x the model's time as plain loops).
 STRIDED_MIN_WIDTH = 8
-FLOAT_BYTES = 4
 # At most this many pixels computed per output pixel (7x7: 64 for 49; 4x4: 64 for 16,
 # which im2col ran in a quarter of the time).
 DIRECT_MAX_WASTE = 1.5
@@ -98,8 +99,8 @@ def Conv(ctx, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
     if groups == X.shape[1] == W.shape[0]:
         weights = ctx.view(W, (groups,) + W.shape[2:], label="conv_weights")
         return _depthwise(ctx, X, weights, B, win)
-    if _direct_fits(groups, win, W.shape[0], W.shape[1]):
-        return _direct(ctx, X, W, B, win)
+    if _direct_fits(groups, win, W):
+        return (_direct if set(win.strides) == {1} else _strided_direct)(ctx, X, W, B, win)
     col = _im2col(ctx, X, win)
     weights = ctx.view(W, (W.shape[0], size(W.shape[1:])), label="conv_weights")
     return _product(ctx, col, weights, B, groups, win.out)
@@ -175,24 +176,26 @@ def _check_shapes(ctx, X, W, B, group: int, kernel_shape, *, transposed: bool) -
     return group
 
 
-def _direct_fits(groups: int, win: Window, m_size: int, c_size: int) -> bool:
-    """A 2-D, ungrouped conv with a kernel larger than 1x1 is direct (:func:`_direct`)
-    when, with stride 1, it has at least :data:`DIRECT_MIN_CHANNELS` output channels (a
-    register tile's rows) and at most :data:`DIRECT_MAX_WASTE` times its output pixels
-    computed; strided, with output channels in whole vectors
-    (:data:`STRIDED_CHANNELS`), output rows of :data:`STRIDED_MIN_WIDTH` pixels or more,
-    and at least :data:`TRANSPOSED_MIN_PIXELS` pixels or channels in whole 64-lane
-    tiles and weights in L2 (:data:`STRIDED_WEIGHTS_IN_L2`)."""
+def _direct_fits(groups: int, win: Window, W) -> bool:
+    """A 2-D, ungrouped conv with a kernel larger than 1x1 and weights ``W`` is direct
+    (:func:`_direct`, :func:`_strided_direct`) when, with stride 1, it has at least
+    :data:`DIRECT_MIN_CHANNELS` output channels (a register tile's rows) and at most
+    :data:`DIRECT_MAX_WASTE` times its output pixels computed; strided, with output
+    channels in whole vectors (:data:`STRIDED_CHANNELS`), output rows of
+    :data:`STRIDED_MIN_WIDTH` pixels or more, and at least :data:`TRANSPOSED_MIN_PIXELS`
+    pixels or channels in whole 64-lane tiles and weights in L2
+    (:data:`STRIDED_WEIGHTS_IN_L2`)."""
     if groups != 1 or win.rank != 2 or size(win.kernel) == 1:
         return False
+    m_size = W.shape[0]
     if set(win.strides) != {1}:
         if (m_size % STRIDED_CHANNELS or not isinstance(win.out[1], int)
                 or win.out[1] < STRIDED_MIN_WIDTH):
             return False
-        weights = m_size * size(win.kernel) * c_size * FLOAT_BYTES
+        weight_bytes = size(W.shape) * np.dtype(W.dtype).itemsize
         return size(win.out) >= TRANSPOSED_MIN_PIXELS or (
             m_size % TRANSPOSED_CHANNELS == 0
-            and weights <= STRIDED_WEIGHTS_IN_L2 * host_caches().l2)
+            and weight_bytes <= STRIDED_WEIGHTS_IN_L2 * host_caches().l2)
     return (m_size >= DIRECT_MIN_CHANNELS
             and _direct_grid(win, DIRECT_TILE_COLUMNS)[1] <= DIRECT_MAX_WASTE * size(win.out))
 
@@ -235,14 +238,10 @@ def _direct(ctx, X, W, B, win: Window):
     """
     n_size, c_size = X.shape[:2]
     m_size = W.shape[0]
-    if set(win.strides) != {1}:
-        return _strided_direct(ctx, X, W, B, win)
     (oh, ow), (kh, kw), (dh, dw) = win.out, win.kernel, win.dilations
     wp, pixels = _direct_grid(win)
     rows = -(-((kh - 1) * dh * wp + (kw - 1) * dw + pixels) // wp)
-    index = identity_index(2) + (Ix(((2, 1),), -win.begin[0]), Ix(((3, 1),), -win.begin[1]))
-    padded = ctx.map((n_size, c_size, rows, wp), Read(X.name, index, "fill", 0.0),
-                     label="conv_pad")
+    padded = _padded(ctx, X, win, rows, wp)
     flat = ctx.view(padded, (n_size, c_size * rows * wp), label="conv_pad")
     transposed = m_size % TRANSPOSED_CHANNELS == 0 and pixels >= TRANSPOSED_MIN_PIXELS
     m_var, p_var = (2, 1) if transposed else (1, 2)
@@ -279,9 +278,7 @@ def _strided_direct(ctx, X, W, B, win: Window):
     n_size, c_size = X.shape[:2]
     m_size = W.shape[0]
     (oh, ow), (kh, kw), (sh, sw), (dh, dw) = win.out, win.kernel, win.strides, win.dilations
-    index = identity_index(2) + (Ix(((2, 1),), -win.begin[0]), Ix(((3, 1),), -win.begin[1]))
-    padded = ctx.map((n_size, c_size, win.span(0), win.span(1)),
-                     Read(X.name, index, "fill", 0.0), label="conv_pad")
+    padded = _padded(ctx, X, win, win.span(0), win.span(1))
     n, m = Ix.var(0), Ix.var(3)
     x = Read(padded.name, (n, Ix.var(4), Ix(((1, sh), (5, dh))), Ix(((2, sw), (6, dw)))))
     w = Read(W.name, (m, Ix.var(4), Ix.var(5), Ix.var(6)))
@@ -293,6 +290,14 @@ def _strided_direct(ctx, X, W, B, win: Window):
     return ctx.map((n_size, m_size, oh, ow),
                    Read(product.name, (Ix.var(0), Ix.var(2), Ix.var(3), Ix.var(1))),
                    label="conv_crop")
+
+
+def _padded(ctx, X, win: Window, rows: int, columns: int):
+    """``Xp[n, c, r, w] = X[n, c, r - begin_h, w - begin_w]`` over ``rows x columns``
+    (0 outside X): a direct conv's padded copy."""
+    index = identity_index(2) + (Ix(((2, 1),), -win.begin[0]), Ix(((3, 1),), -win.begin[1]))
+    return ctx.map(X.shape[:2] + (rows, columns), Read(X.name, index, "fill", 0.0),
+                   label="conv_pad")
 
 
 def _im2col(ctx, src, win: Window, *, bounded: bool = False):
