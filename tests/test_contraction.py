@@ -8,6 +8,7 @@ onnxruntime or numpy. Every compile here runs the legality checker on the final,
 packed schedule (``check=True`` is the default).
 """
 
+import islpy as isl
 import numpy as np
 import pytest
 from onnx import helper
@@ -15,6 +16,7 @@ from onnx import helper
 import polyc
 from polyc.cli import main
 from polyc.errors import PolycError
+from polyc.islutil import union_maps
 from polyc.scheduler import check_legality
 from polyc.scop.nest import LoopNest
 from polyc.scop.polybench import KERNELS
@@ -346,6 +348,24 @@ def test_a_constant_shared_by_a_batch_is_packed_at_compile_time_once():
     assert "w packed into w_packed at compile time" in contraction_notes(compiled)[0]
     scop = compiled.compilation.scop
     assert scop.constants["w_packed"].shape == (2, 7, 32)  # panels, k, lanes: no batch
+    expected = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
+
+
+def test_batch_loops_of_a_shared_constant_run_inside_its_cache_blocks():
+    """Each k block of the panels serves every batch element before the next block
+    (the batch loops run inside the k-block loop, which the packing copy of a computed
+    B would not allow); results match onnxruntime."""
+    model = weight_model(13, 20, 40, batch=(2, 3))
+    compiled = polyc.compile(model, blocking=SMALL)
+    (update,) = [m for m in union_maps(compiled.schedule.schedule.get_map())
+                 if m.get_tuple_name(isl.dim_type.in_).endswith("_update")]
+    times = isl.PwMultiAff.from_map(update)
+    first = lambda var: min(d for d in range(times.dim(isl.dim_type.out))  # noqa: E731
+                            if any(aff.involves_dims(isl.dim_type.in_, var, 1)
+                                   for _, aff in times.get_pw_aff(d).get_pieces()))
+    assert first(4) < first(0) and first(4) < first(1)  # k (of 20, kc=8) outside b0, b1
+    inputs = random_inputs(model, seed=14)
     expected = run_onnxruntime(model, inputs)["y"]
     np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
 

@@ -123,10 +123,11 @@ def test_strided_conv_is_im2col_and_one_packed_product():
                for d in compiled.schedule.decisions)
 
 
-def test_stride1_conv_is_direct():
-    """A stride-1 conv: a padded copy of X, one Reduce over (n, m, p, c, kh, kw) whose
-    read of the copy is affine and stride 1 along the pixels p of a padded-width grid,
-    and a crop; the tiler runs the three reductions in a register tile, no im2col."""
+def test_stride1_conv_to_few_channels_is_flat_direct():
+    """A stride-1 conv to 8 channels (not whole vectors): a padded copy of X, one Reduce
+    over (n, m, p, c, kh, kw) whose read of the copy is affine and stride 1 along the
+    pixels p of a padded-width grid, and a crop; the tiler runs the three reductions in
+    a register tile, no im2col."""
     model = single_node_model("Conv", (1, 3, 10, 10), [weight("w", (8, 3, 3, 3), 1)],
                               pads=[1, 0, 2, 1])
     ops = [op for op in import_model(model).ops if not hasattr(op, "src")]  # no Views
@@ -144,11 +145,11 @@ def test_stride1_conv_is_direct():
     assert "im2col" not in str(compiled.compilation.scop)
 
 
-DIRECT_CASES = {  # output channels for full register tiles (8 rows), pixels past 64
-    "pads_bias_relu": ((2, 16, 17, 19), (16, 16, 3, 3), {"pads": [1, 1, 1, 1]}, True),
+FLAT_DIRECT_CASES = {  # output channels not in whole vectors, pixels past 64
+    "pads_bias_relu": ((2, 16, 17, 19), (24, 16, 3, 3), {"pads": [1, 1, 1, 1]}, True),
     "asymmetric_dilation2": ((1, 5, 21, 23), (24, 5, 3, 3),
                              {"pads": [2, 0, 1, 3], "dilations": [2, 2]}, False),
-    "5x5_valid": ((1, 8, 20, 22), (16, 8, 5, 5), {}, True),
+    "5x5_valid": ((1, 8, 20, 22), (40, 8, 5, 5), {}, True),
     "3x1_same_upper": ((1, 4, 15, 33), (8, 4, 3, 1), {"auto_pad": "SAME_UPPER"}, True),
 }
 
@@ -160,20 +161,20 @@ def _conv_relu(x_shape, w_shape, attrs, bias):
     return make_model([conv, relu], [("x", x_shape)], ["y"], initializers=weights)
 
 
-@pytest.mark.parametrize("case", sorted(DIRECT_CASES))
+@pytest.mark.parametrize("case", sorted(FLAT_DIRECT_CASES))
 @pytest.mark.parametrize("threads", [1, 2])
-def test_direct_conv_matches_onnxruntime(case, threads):
-    model = _conv_relu(*DIRECT_CASES[case])
+def test_flat_direct_conv_matches_onnxruntime(case, threads):
+    model = _conv_relu(*FLAT_DIRECT_CASES[case])
     compiled = polyc.compile(model, threads=threads)
     assert any("read in place" in d for d in compiled.schedule.decisions)
     assert_compiled_matches(compiled, model)
 
 
-def test_direct_conv_crop_with_sigmoid_runs_as_a_pass_of_its_own():
-    """A direct conv's crop skips the padding columns of the pixel grid: in the register
-    tile its vector loop would have holes (scalar code), so it and the SiLU after it
-    run as their own vector loops; results match onnxruntime."""
-    x_shape, w_shape, attrs, _ = DIRECT_CASES["pads_bias_relu"]
+def test_flat_direct_conv_crop_with_sigmoid_runs_as_a_pass_of_its_own():
+    """A flat direct conv's crop skips the padding columns of the pixel grid: in the
+    register tile its vector loop would have holes (scalar code), so it and the SiLU
+    after it run as their own vector loops; results match onnxruntime."""
+    x_shape, w_shape, attrs, _ = FLAT_DIRECT_CASES["pads_bias_relu"]
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], **attrs),
              helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["c", "s"], ["y"])]
     model = make_model(nodes, [("x", x_shape)], ["y"], initializers=[
@@ -186,8 +187,11 @@ def test_direct_conv_crop_with_sigmoid_runs_as_a_pass_of_its_own():
     assert_compiled_matches(compiled, model)
 
 
-TRANSPOSED_DIRECT_CASES = {  # 64 output channels, at least 512 (grid) pixels
+DIRECT_CASES = {  # output channels in whole vectors
     "pads_bias_relu": ((2, 16, 23, 24), (64, 16, 3, 3), {"pads": [1, 1, 1, 1]}, True),
+    "7x7_output": ((1, 96, 7, 7), (64, 96, 3, 3), {"pads": [1, 1, 1, 1]}, True),
+    "2x2_output_stride2": ((1, 64, 4, 4), (48, 64, 3, 3),
+                           {"strides": [2, 2], "pads": [1, 1, 1, 1]}, False),
     "asymmetric_dilation2": ((1, 5, 25, 27), (128, 5, 3, 3),
                              {"pads": [2, 0, 1, 3], "dilations": [2, 2]}, False),
     "5x5_valid": ((1, 8, 28, 30), (64, 8, 5, 5), {}, True),
@@ -199,32 +203,34 @@ TRANSPOSED_DIRECT_CASES = {  # 64 output channels, at least 512 (grid) pixels
 }
 
 
-@pytest.mark.parametrize("case", sorted(TRANSPOSED_DIRECT_CASES))
+@pytest.mark.parametrize("case", sorted(DIRECT_CASES))
 @pytest.mark.parametrize("threads", [1, 2])
 def test_direct_conv_with_channels_in_the_lanes(case, threads):
-    """A direct conv to a multiple of 64 channels over at least 512 grid pixels computes
-    Yt[n, p, m] (strided: Yt[n, oh, ow, m]): weights packed at compile time with the
-    kernel loops (c, kh, kw) inside the register tile, a 5x64 tile; the crop and Relu
-    read it transposed in a pass of their own, tiled as a transpose; results match
-    onnxruntime."""
-    model = _conv_relu(*TRANSPOSED_DIRECT_CASES[case])
+    """A direct conv to a multiple of 16 channels computes Yt[n, oh, ow, m]: weights
+    packed at compile time with the kernel loops (c, kh, kw) inside the register tile
+    of 6 to 8 pixels x 32 channels; the crop and Relu read it transposed in a pass of
+    their own, tiled as a transpose; results match onnxruntime."""
+    model = _conv_relu(*DIRECT_CASES[case])
     compiled = polyc.compile(model, threads=threads)
     decisions = compiled.schedule.decisions
     assert any(re.match(r"tiling: contraction S\d_conv_transposed_update: w packed into "
-                        r"w_packed at compile time, register tile 5x64", d)
+                        r"w_packed at compile time, register tile [2-8]x32", d)
                and "_relu" not in d for d in decisions)
     assert any(re.match(r"tiling: band of S\d_relu: tiles (1x)?64x1x112", d) for d in decisions)
     assert "im2col" not in str(compiled.compilation.scop)
     assert_compiled_matches(compiled, model)
 
 
-@pytest.mark.parametrize("channels, tile", [(16, "16x16"), (32, "8x32"), (48, "5x48"),
-                                           (80, "5x64")])
-def test_strided_direct_conv_to_few_channels_gets_a_narrower_tile(channels, tile):
-    """Output channels in fewer vectors than the 5x64 tile has: a tile as wide as they
-    are, with more pixel rows (16 accumulators); 80 channels: 5x64 and a partial tile
-    of 16 columns; results match onnxruntime."""
-    model = _conv_relu((1, 3, 50, 48), (channels, 3, 3, 3),
+@pytest.mark.parametrize("channels, width, tile", [
+    (16, 48, "16x16"), (32, 48, "8x32"), (48, 42, "7x32"), (80, 36, "6x32"), (64, 16, "8x32"),
+    (32, 4, "2x32")])
+def test_direct_conv_tile_fits_the_output_rows(channels, width, tile):
+    """A 16-channel conv: a tile as wide as the channels, with more pixel rows (16
+    accumulators); more channels: 32 wide (48 and 80: a partial tile of 16 columns),
+    with 6, 7 or 8 rows, whichever leaves fewest to a partial tile of the output row
+    (24, 21, 18 and 8 columns), and no more than the row has (2 columns, 2 rows);
+    results match onnxruntime."""
+    model = _conv_relu((1, 3, 50, width), (channels, 3, 3, 3),
                        {"strides": [2, 2], "pads": [1, 1, 1, 1]}, True)
     compiled = polyc.compile(model)
     assert any(re.match(r"tiling: contraction S\d_conv_transposed_update: w packed into "
@@ -233,42 +239,10 @@ def test_strided_direct_conv_to_few_channels_gets_a_narrower_tile(channels, tile
     assert_compiled_matches(compiled, model)
 
 
-def test_strided_conv_over_few_pixels_is_direct_while_its_weights_fit_in_l2(monkeypatch):
-    """100 output pixels (fewer than 512), 64 channels: direct while the weights (72 KiB)
-    take at most 3/4 of L2, which the tile streams once per output row; im2col with a
-    64 KiB L2; both match onnxruntime."""
-    from polyc.frontend.ops import conv
-    from polyc.host import Caches
-
-    model = _conv_relu((1, 32, 20, 20), (64, 32, 3, 3),
-                       {"strides": [2, 2], "pads": [1, 1, 1, 1]}, True)
-    for l2, label in ((2 * 1024 ** 2, "conv_transposed"), (64 * 1024, "conv")):
-        monkeypatch.setattr(conv, "host_caches", lambda l2=l2: Caches(48 * 1024, l2, 0))
-        ops = [op for op in import_model(model).ops if isinstance(op, Reduce)]
-        assert [op.label for op in ops] == [label]
-        if label == "conv_transposed":
-            assert ops[0].extents == (1, 10, 10, 64, 32, 3, 3)
-        assert_compiled_matches(polyc.compile(model), model)
-
-
-@pytest.mark.parametrize("x_shape, direct", [((1, 3, 120, 20), True), ((1, 3, 240, 12), False)])
-def test_strided_direct_conv_rows_are_output_rows(x_shape, direct):
-    """The tile's rows are pixels of one output row: 10 columns take a 10x16 tile (not
-    16x16); 6 columns (fewer than 8) go to im2col; results match onnxruntime."""
-    model = _conv_relu(x_shape, (16, 3, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]},
-                       False)
-    compiled = polyc.compile(model)
-    notes = [d for d in compiled.schedule.decisions if d.startswith("tiling: contraction")]
-    assert any("conv_transposed_update: w packed into w_packed at compile time, register "
-               "tile 10x16," in d for d in notes) == direct
-    assert ("im2col" in str(compiled.compilation.scop)) != direct
-    assert_compiled_matches(compiled, model)
-
-
 def test_strided_direct_conv_reads_the_padded_input_two_pixel_loops():
     """A stride-2 7x7 conv (a CNN's stem): the padded copy of X spans the windows, and
     one Reduce over (n, oh, ow, m, c, kh, kw) reads it at (oh*2 + kh, ow*2 + kw)."""
-    x_shape, w_shape, attrs, _ = TRANSPOSED_DIRECT_CASES["7x7_stride2"]
+    x_shape, w_shape, attrs, _ = DIRECT_CASES["7x7_stride2"]
     model = single_node_model("Conv", x_shape, [weight("w", w_shape, 1)], **attrs)
     ops = [op for op in import_model(model).ops if not hasattr(op, "src")]  # no Views
     assert [type(op) for op in ops] == [Map, Reduce, Map]  # pad, product, crop
@@ -284,7 +258,7 @@ def test_transposed_direct_conv_sums_in_im2cols_order(monkeypatch):
     model = single_node_model("Conv", (1, 8, 23, 24), [weight("w", (64, 8, 3, 3), 1),
                                                          weight("b", (64,), 2)],
                               pads=[1, 1, 1, 1])
-    assert_same_sums_without(model, monkeypatch, "_direct_fits", lambda *args: False)
+    assert_same_sums_without(model, monkeypatch, "_direct_lowering", lambda *args: None)
 
 
 def assert_same_sums_without(model, monkeypatch, name: str, value) -> None:
@@ -303,7 +277,7 @@ def test_direct_conv_sums_in_im2cols_order(monkeypatch):
     model = single_node_model("Conv", (1, 8, 13, 21), [weight("w", (16, 8, 3, 3), 1),
                                                          weight("b", (16,), 2)],
                               pads=[1, 1, 1, 1])
-    assert_same_sums_without(model, monkeypatch, "_direct_fits", lambda *args: False)
+    assert_same_sums_without(model, monkeypatch, "_direct_lowering", lambda *args: None)
 
 
 def test_depthwise_conv_is_one_map_with_its_window_summed():
@@ -681,7 +655,7 @@ def test_pointwise_conv_pixels_padded_to_whole_vectors(x_shape, w_shape, group, 
 @pytest.mark.parametrize("x_shape, w_shape, group, attrs", [
     ((1, 16, 7, 7), (32, 16, 1, 1), 1, {}),                       # 49 pixels
     ((2, 64, 5, 5), (64, 32, 1, 1), 2, {}),                       # grouped, batch of 2
-    ((1, 64, 4, 4), (48, 64, 3, 3), 1, {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # 2x2
+    ((1, 64, 4, 4), (64, 32, 3, 3), 2, {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # 2x2
 ])
 def test_conv_over_few_pixels_is_a_transposed_product(x_shape, w_shape, group, attrs):
     """Few pixels (padding them to 16 would be over 1.2x the work) and output channels

@@ -56,15 +56,18 @@ REGISTER_TILES = ((6, 64), (8, 48), (12, 32))
 # 8x32 and 1.14 / 1.07x with 4x64 (at batch 3: 1.11 and 1.00x).
 SYMBOLIC_ROW_TILES = ((8, 32), (4, 64), (4, 48))
 KC = 256
-# A direct conv with its weights packed (output channels in the lanes): LLVM keeps
-# broadcasts of pixels live from one kernel column to the next, and with 6x64 one
-# accumulator was spilled (3x3 conv 64ch at 56x56: 6x64 1.12x onnxruntime's time, 5x64
-# and 4x64 1.06, 6x48 1.05 and 4x80 1.16 at 128ch where their last tile is partial).
-PACKED_DIRECT_TILE = (5, 64)
+# A direct conv's tile (weights packed, output channels in the lanes) is 6 to 8 pixels
+# of an output row x 32 channels, as many pixels as leave the fewest to a partial tile
+# (7 before 8 before 6): 3x3 convs + Relu, 1 thread, time over onnxruntime's with 5x64
+# -> 7x32 tiles: 64ch at 56x56 1.01 -> 0.96, 128ch at 28x28 0.97 -> 0.94, 256ch at
+# 14x14 1.00 -> 0.98, 512ch at 7x7 1.07 -> 0.94 (7x48: 0.98, 0.97, 1.05, 0.97; 8x32:
+# 1.00, 0.97, 0.98, 0.98). With 6x64 LLVM spilled an accumulator.
+PACKED_DIRECT_ROWS = (7, 8, 6)
+PACKED_DIRECT_COLUMNS = 32
 # With fewer output channels than its columns, the tile is as many vectors wide as they
-# fill, and this many accumulators: 16x16 or 8x32 (3x3 stride-2 convs + Relu, 1 thread,
+# fill, and this many accumulators: 16x16 (3x3 stride-2 convs + Relu, 1 thread,
 # time over onnxruntime's: 3->16 channels at 320x320 1.09-1.12 with 8 or 16 rows, 1.25
-# with 20, 1.33 with 24; 16->32 at 160x160 0.94-0.97 with 6 to 10 rows, 1.06 with 4).
+# with 20, 1.33 with 24).
 NARROW_DIRECT_ACCUMULATORS = 16
 # With fewer rows than any tile (a conv over 1 to 4 pixels, as a transposed product), a
 # tile of all of them and as many vectors as make ACCUMULATORS, at most FEW_ROWS_VECTORS
@@ -114,8 +117,9 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
 
     - the register tile that leaves the fewest columns (then rows) to partial tiles
       (of :data:`SYMBOLIC_ROW_TILES` when the rows are symbolic); rows first with
-      inner reductions (a direct convolution), :data:`PACKED_DIRECT_TILE` when its
-      weights are packed (narrower for fewer channels: :data:`NARROW_DIRECT_ACCUMULATORS`);
+      inner reductions (a direct convolution), :data:`PACKED_DIRECT_ROWS` x
+      :data:`PACKED_DIRECT_COLUMNS` when its weights are packed (narrower for fewer
+      channels: :data:`NARROW_DIRECT_ACCUMULATORS`);
       all the rows when there are fewer than any tile has and at least :data:`KC`
       reduction steps (see :data:`ACCUMULATORS`);
     - with inner reductions, ``kc`` k steps (channels) of ``inner_size`` each make
@@ -138,10 +142,12 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
                  (lambda t: (columns(t), m % t[0])))
     if m < min(t[0] for t in tiles) and n >= LANES and k >= KC:  # all the rows, if long
         mr, nr = m, LANES * max(1, min(FEW_ROWS_VECTORS, ACCUMULATORS // m, n // LANES))
-    if c.inner and not c.b_contiguous:
-        mr, nr = PACKED_DIRECT_TILE
-        if LANES <= n < nr:  # fewer channels: a narrower tile, more pixels
-            nr = n // LANES * LANES
+    if c.inner and not c.b_contiguous:  # a direct conv, its weights packed
+        if n >= PACKED_DIRECT_COLUMNS:
+            nr = PACKED_DIRECT_COLUMNS
+            mr = min(PACKED_DIRECT_ROWS, key=lambda r: -(-m // r) * r)
+        else:  # fewer channels: a narrower tile, more pixels
+            nr = max(n // LANES, 1) * LANES
             mr = NARROW_DIRECT_ACCUMULATORS // (nr // LANES)
         mr = min(mr, m)  # a row of fewer pixels: one tile of all of them
     # with inner reductions a k step is a whole kernel window
@@ -182,12 +188,17 @@ def recipe_schedule(packed: Packed, block: Blocking,
     tile_tree = trees[order[0]]
     for name in order[1:]:
         tile_tree = tile_tree.sequence(trees[name])
-    tile_tree = _band(tile_tree, parts, [_div(i, block.mc), _div(i, block.mr), _div(j, nr)])
+    # batch loops that B's panels (packed at compile time) do not vary with run inside
+    # the cache blocks, as more rows: each k x nc block of B serves all of them
+    shared = [] if copy is not None else [d for d in c.batch if d not in c.b_batch]
+    outer = [d for d in c.batch if d not in shared]
+    tile_tree = _band(tile_tree, parts, [s(d) for d in shared]
+                      + [_div(i, block.mc), _div(i, block.mr), _div(j, nr)])
     band = tile_tree.get_root().child(0)
-    for member in (0, 1):  # row and column blocks of C: no dependence crosses them
-        band = band.band_member_set_coincident(member, 1)
+    for member in range(len(shared) + 2):  # batches, row and column blocks of C: no
+        band = band.band_member_set_coincident(member, 1)  # dependence crosses them
 
-    rows = [_rows(parts, s(d)) for d in c.batch]
+    rows = [_rows(parts, s(d)) for d in outer]
     rows.append(_rows(parts, _div(j, block.nc)))
     k_blocks = _union(c.statement.domain, _div(k, block.kc))
     if copy is None:  # packed at compile time
@@ -208,7 +219,7 @@ def recipe_schedule(packed: Packed, block: Blocking,
     rows.append(k_blocks)
     node = tree.insert_partial_schedule(_multi(rows)).get_root().child(0)
     node = node.band_set_permutable(1)
-    for member in range(nb + 1):  # batch and column blocks: no dependence crosses them
+    for member in range(len(outer) + 1):  # batch and column blocks: no dependence crosses them
         node = node.band_member_set_coincident(member, 1)
     return node.get_schedule()
 

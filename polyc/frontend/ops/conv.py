@@ -11,9 +11,9 @@ A Conv over ``r`` spatial dims lowers to
   (``K`` = prod(kernel), ``P`` = prod(output spatial dims));
 - a View of Y as (N, M, O..).
 
-Most 2-D convs skip im2col: they are direct (:func:`_direct_fits`), a Reduce with the
-kernel loops as further reductions over a padded copy of X (:func:`_direct`,
-:func:`_strided_direct`).
+Most 2-D convs skip im2col: they are direct (:func:`_direct_lowering`), a Reduce with
+the kernel loops as further reductions over a padded copy of X (:func:`_direct`,
+:func:`_flat_direct`).
 
 A depthwise Conv (one input channel per output channel) has nothing to share between
 output channels: it is a direct Reduce over (n, c, o.., k..) of a zero-padded input.
@@ -30,23 +30,34 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
-import numpy as np
-
 from polyc.frontend.core import Call, Const, Ix, Read, identity_index
 from polyc.frontend.ops.indexing import size
 from polyc.frontend.ops.registry import onnx_op
 from polyc.frontend.ops.window import AUTO_PADS, Window, padded_read, spatial_attribute, window
-from polyc.host import host_caches
 
 # Depthwise kernels of at most this many positions (7x7) are summed in one statement.
 UNROLLED_KERNEL = 49
-# A conv is direct when its pixel grid rounded up to whole 64-wide register tiles is at
-# most DIRECT_MAX_WASTE times its pixels; the grid is then rounded up to whole vectors
-# only (3x3 conv+Relu 256ch at 14x14, 1 thread: 256 pixels 1.27x onnxruntime's time,
-# 224 pixels 1.08x; 128ch at 28x28 1.18x -> 1.10x; at 8x8 the 80-pixel grid took 2.05x,
-# im2col 1.26x).
+# A 2-D conv with a kernel larger than 1x1 to a multiple of DIRECT_CHANNELS output
+# channels (a vector's lanes) is direct, channels in the lanes (_direct), at any stride
+# and size. 3x3 convs + Relu, 1 thread, time over onnxruntime's, the flat direct conv
+# (_flat_direct) or im2col before -> _direct: stride 1, 64ch at 56x56 1.03 -> 0.96,
+# 128ch at 28x28 1.02 -> 0.94, 256ch at 14x14 1.10 -> 0.98, 512ch at 7x7 1.10 -> 0.94,
+# 16->64 at 55x55 1.01 -> 0.91, 160->192 at 7x7 1.05 -> 0.86, 128ch at 4x4 1.10 ->
+# 1.00; stride 2 (weights beyond L2 had gone to im2col), 256ch at 28x28 1.17 -> 0.92,
+# 512ch at 14x14 1.14 -> 1.01, 96ch at 28x28 1.26 -> 0.88, 128ch at 8x8 1.02 -> 0.93.
+# 1x1 convs stay products (2048->512 at 7x7 1.10 -> 1.33, 1x1 stride 2 1024->2048 at
+# 14x14 1.10 -> 1.33).
+DIRECT_CHANNELS = 16
+# Other channel counts, stride 1: a direct conv over a flat pixel grid of the padded
+# width (_flat_direct), when that grid rounded up to whole 64-wide register tiles is at
+# most DIRECT_MAX_WASTE times the pixels; the grid is then rounded up to whole vectors
+# only (DIRECT_COLUMNS).
 DIRECT_TILE_COLUMNS = 64
 DIRECT_COLUMNS = 16
+# At most this many pixels computed per output pixel (7x7: 64 for 49; 4x4: 64 for 16,
+# which im2col ran in a quarter of the time).
+DIRECT_MAX_WASTE = 1.5
+DIRECT_MIN_CHANNELS = 8  # fewer output channels than a register tile's rows: im2col
 # A product's pixel count is padded to a multiple of this (a vector's lanes), when that
 # computes at most PRODUCT_MAX_WASTE times the pixels. A 1x1 conv 2048->512 at 7x7
 # (49 pixels as 64) took 0.80-0.88 ms padded, 0.72 ms with one masked column.
@@ -57,35 +68,6 @@ PRODUCT_MAX_WASTE = 1.2
 # 0.130 ms as a product over pixels, which the tiler left to plain loops, onnxruntime
 # 0.039 ms).
 PRODUCT_MIN_COLUMNS = 64
-DIRECT_MIN_CHANNELS = 8  # fewer output channels than a register tile's rows: im2col
-# A direct conv with output channels in whole 64-lane register tiles over at least this
-# many grid pixels is transposed (see _direct). 3x3 convs + Relu, 1 thread, time over
-# onnxruntime's: 64ch at 56x56 1.11-1.18 -> 1.01-1.06, 128ch at 28x28 1.20-1.22 ->
-# 1.13-1.15; at 14x14 (256 pixels) 1.25 -> 1.29 and 7x7 1.05 -> 1.18: there each row
-# tile of pixels streams all the weights again, which as broadcasts are read once.
-TRANSPOSED_CHANNELS = 64
-TRANSPOSED_MIN_PIXELS = 512
-# A strided conv to a multiple of this many channels (a vector's lanes) over at least
-# TRANSPOSED_MIN_PIXELS output pixels is direct, channels in the lanes (_strided_direct).
-# 3x3 stride-2 convs + Relu, 1 thread, time over onnxruntime's, by im2col -> direct:
-# 3->16 channels at 320x320 1.41 -> 1.19, 16->32 at 160x160 1.37 -> 0.96, 32->64 at
-# 80x80 1.48 -> 1.08; 7x7 3->64 at 224x224 1.54 -> 1.07.
-STRIDED_CHANNELS = 16
-# With fewer output pixels, a strided conv to a multiple of 64 channels is direct when
-# its weights take at most this share of L2: it streams them once per output row
-# (1 thread, 2 MiB of L2, time over onnxruntime's by im2col -> direct: 3x3 s2 128->256
-# at 20x20 1.20 -> 1.00, 64->128 at 40x40 1.20 -> 0.98, 192->192 at 28x28 (1.3 MB of
-# weights) 1.21 -> 1.06; 256->256 at 28x28 (2.4 MB) 1.20 -> 1.38, 512->512 at 14x14
-# 1.12 -> 2.09; 96->96 at 28x28, a partial column tile, 1.23 -> 1.56).
-STRIDED_WEIGHTS_IN_L2 = 0.75
-# A strided conv is direct only with at least this many output columns: the register
-# tile's rows are pixels of one output row (64->64 at 16x16, 8 columns: 1.22 -> 1.16;
-# ResNet-18's convs to 4x4 and 2x2 outputs, fewer columns than a tile's 5 rows, had
-# taken 3x the model's time as plain loops).
-STRIDED_MIN_WIDTH = 8
-# At most this many pixels computed per output pixel (7x7: 64 for 49; 4x4: 64 for 16,
-# which im2col ran in a quarter of the time).
-DIRECT_MAX_WASTE = 1.5
 
 
 @onnx_op("Conv", 1, 11, 22)
@@ -99,8 +81,9 @@ def Conv(ctx, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
     if groups == X.shape[1] == W.shape[0]:
         weights = ctx.view(W, (groups,) + W.shape[2:], label="conv_weights")
         return _depthwise(ctx, X, weights, B, win)
-    if _direct_fits(groups, win, W):
-        return (_direct if set(win.strides) == {1} else _strided_direct)(ctx, X, W, B, win)
+    direct = _direct_lowering(groups, win, W)
+    if direct is not None:
+        return direct(ctx, X, W, B, win)
     col = _im2col(ctx, X, win)
     weights = ctx.view(W, (W.shape[0], size(W.shape[1:])), label="conv_weights")
     return _product(ctx, col, weights, B, groups, win.out)
@@ -176,104 +159,40 @@ def _check_shapes(ctx, X, W, B, group: int, kernel_shape, *, transposed: bool) -
     return group
 
 
-def _direct_fits(groups: int, win: Window, W) -> bool:
-    """A 2-D, ungrouped conv with a kernel larger than 1x1 and weights ``W`` is direct
-    (:func:`_direct`, :func:`_strided_direct`) when, with stride 1, it has at least
-    :data:`DIRECT_MIN_CHANNELS` output channels (a register tile's rows) and at most
-    :data:`DIRECT_MAX_WASTE` times its output pixels computed; strided, with output
-    channels in whole vectors (:data:`STRIDED_CHANNELS`), output rows of
-    :data:`STRIDED_MIN_WIDTH` pixels or more, and at least :data:`TRANSPOSED_MIN_PIXELS`
-    pixels or channels in whole 64-lane tiles and weights in L2
-    (:data:`STRIDED_WEIGHTS_IN_L2`)."""
+def _direct_lowering(groups: int, win: Window, W):
+    """How a 2-D, ungrouped conv with a kernel larger than 1x1 and weights ``W`` is
+    direct: :func:`_direct` with output channels in whole vectors
+    (:data:`DIRECT_CHANNELS`) and output rows of a known width, else
+    :func:`_flat_direct` with stride 1, at least :data:`DIRECT_MIN_CHANNELS` output
+    channels and at most :data:`DIRECT_MAX_WASTE` times its output pixels computed;
+    None (im2col) otherwise."""
     if groups != 1 or win.rank != 2 or size(win.kernel) == 1:
-        return False
+        return None
     m_size = W.shape[0]
-    if set(win.strides) != {1}:
-        if (m_size % STRIDED_CHANNELS or not isinstance(win.out[1], int)
-                or win.out[1] < STRIDED_MIN_WIDTH):
-            return False
-        weight_bytes = size(W.shape) * np.dtype(W.dtype).itemsize
-        return size(win.out) >= TRANSPOSED_MIN_PIXELS or (
-            m_size % TRANSPOSED_CHANNELS == 0
-            and weight_bytes <= STRIDED_WEIGHTS_IN_L2 * host_caches().l2)
-    return (m_size >= DIRECT_MIN_CHANNELS
-            and _direct_grid(win, DIRECT_TILE_COLUMNS)[1] <= DIRECT_MAX_WASTE * size(win.out))
-
-
-def _direct_grid(win: Window, columns: int = DIRECT_COLUMNS) -> tuple[int, int]:
-    """The padded width ``Wp`` of a direct conv's pixel grid and its pixel count
-    (``OH*Wp`` rounded up to ``columns``)."""
-    wp = win.out[1] + (win.kernel[1] - 1) * win.dilations[1]
-    return wp, -(-win.out[0] * wp // columns) * columns
+    if m_size % DIRECT_CHANNELS == 0 and isinstance(win.out[1], int):
+        return _direct
+    if (set(win.strides) == {1} and m_size >= DIRECT_MIN_CHANNELS
+            and _flat_grid(win, DIRECT_TILE_COLUMNS)[1] <= DIRECT_MAX_WASTE * size(win.out)):
+        return _flat_direct
+    return None
 
 
 def _direct(ctx, X, W, B, win: Window):
-    """A direct convolution over the padded input, rows of ``Wp`` = padded width:
-
-    - ``Xp[n, c, r, w] = X[n, c, r - begin_h, w - begin_w]`` (0 outside), ``Wp = OW +
-      (KW-1)*dw`` columns and as many rows as the reads below reach;
-    - ``Y'[n, m, p] = B[m] + sum_{c, kh, kw} W[m, c, kh, kw] * Xp[n, c, kh*dh*Wp + kw*dw + p]``
-      over ``p < P``, reading ``Xp`` flat per channel: output pixel ``(oh, ow)`` is
-      ``p = oh*Wp + ow``, and its window element ``(kh, kw)`` lies ``kh*dh*Wp + kw*dw``
-      further on. The ``Wp - OW`` columns past each row's end, and the pixels from
-      ``OH*Wp`` up to ``P`` (``OH*Wp`` rounded up to :data:`DIRECT_COLUMNS`, so that
-      register tiles are whole vectors), compute values nobody reads; in exchange every read
-      is affine and stride 1 along ``p``;
-    - ``Y[n, m, oh, ow] = Y'[n, m, oh*Wp + ow]`` (a Map, which activations join).
-
-    The product is a contraction with three reduction loops (c, kh, kw): the tiler
-    runs them inside a register tile of output channels x pixels, reading ``Xp`` as it
-    is (:mod:`polyc.tiling.contraction`): no im2col. The sum runs over ``(c, kh, kw)``
-    in row-major order after ``B``, as im2col's product did.
-
-    With :data:`TRANSPOSED_CHANNELS` dividing ``M`` and at least
-    :data:`TRANSPOSED_MIN_PIXELS` pixels, the product is ``Yt[n, p, m]`` instead, output
-    channels along the vector lanes: the register tile then loads its weights as aligned
-    vectors (packed at compile time) and broadcasts pixels of ``Xp``, rather than
-    loading ``Xp`` at the unaligned offsets of the kernel's columns (a 3x3 conv 64ch at
-    56x48: 192 GFLOP/s with ``Wp`` = 50, 217 with ``Wp`` = 48, where a third of the loads
-    are aligned). The crop reads it transposed.
-
-    A strided conv is :func:`_strided_direct`.
-    """
-    n_size, c_size = X.shape[:2]
-    m_size = W.shape[0]
-    (oh, ow), (kh, kw), (dh, dw) = win.out, win.kernel, win.dilations
-    wp, pixels = _direct_grid(win)
-    rows = -(-((kh - 1) * dh * wp + (kw - 1) * dw + pixels) // wp)
-    padded = _padded(ctx, X, win, rows, wp)
-    flat = ctx.view(padded, (n_size, c_size * rows * wp), label="conv_pad")
-    transposed = m_size % TRANSPOSED_CHANNELS == 0 and pixels >= TRANSPOSED_MIN_PIXELS
-    m_var, p_var = (2, 1) if transposed else (1, 2)
-    n, m, p = Ix.var(0), Ix.var(m_var), Ix.var(p_var)
-    x = Read(flat.name, (n, Ix(((3, rows * wp), (4, dh * wp), (5, dw), (p_var, 1)))))
-    w = Read(W.name, (m, Ix.var(3), Ix.var(4), Ix.var(5)))
-    init = Const(0.0) if B is None else Read(B.name, (m,))
-    out = (n, p, m) if transposed else (n, m, p)
-    extents = (n_size,) + ((pixels, m_size) if transposed else (m_size, pixels))
-    product = ctx.reduce(out_shape=extents, init=init, extents=extents + (c_size, kh, kw),
-                         out_index=out, combiner="add", expr=Call("mul", (w, x)),
-                         label="conv_transposed" if transposed else "conv")
-    pixel = Ix(((2, wp), (3, 1)))
-    index = (Ix.var(0), pixel, Ix.var(1)) if transposed else (Ix.var(0), Ix.var(1), pixel)
-    return ctx.map((n_size, m_size, oh, ow), Read(product.name, index), label="conv_crop")
-
-
-def _strided_direct(ctx, X, W, B, win: Window):
-    """A strided direct convolution, output channels along the vector lanes:
+    """A direct convolution, output channels along the vector lanes:
 
     - ``Xp[n, c, r, w] = X[n, c, r - begin_h, w - begin_w]`` (0 outside), as many rows
       and columns as the windows span;
     - ``Yt[n, oh, ow, m] = B[m] + sum_{c, kh, kw} W[m, c, kh, kw] *
-      Xp[n, c, oh*sh + kh*dh, ow*sw + kw*dw]``: the register tile broadcasts pixels
-      ``ow``, ``sw`` apart, and loads weights packed at compile time;
-    - ``Y[n, m, oh, ow] = Yt[n, oh, ow, m]``.
+      Xp[n, c, oh*sh + kh*dh, ow*sw + kw*dw]``;
+    - ``Y[n, m, oh, ow] = Yt[n, oh, ow, m]`` (a Map, which activations join).
 
-    Unlike :func:`_direct`'s flat rows of the padded width, the pixel loops stay two:
-    with a stride, no flat pixel number makes the reads affine. The pixels are the
-    register tile's rows, so a row's pixels ``sw`` apart cost nothing more than
-    adjacent ones (a broadcast each); the weights, constant over the pixel rows ``oh``
-    (a batch loop of the contraction), are packed once.
+    The product is a contraction with three reduction loops (c, kh, kw), which the
+    tiler runs inside a register tile of pixels ``ow`` of one output row (broadcasts
+    of ``Xp``, ``sw`` apart, as cheap as adjacent ones) by output channels (vectors of
+    the weights, packed at compile time): no im2col. The output rows ``oh`` are a batch
+    loop that the packed weights do not vary with, so each cache block of them serves
+    every row (:mod:`polyc.tiling.microkernel`). The sum runs over ``(c, kh, kw)`` in
+    row-major order after ``B``, as im2col's product did.
     """
     n_size, c_size = X.shape[:2]
     m_size = W.shape[0]
@@ -290,6 +209,50 @@ def _strided_direct(ctx, X, W, B, win: Window):
     return ctx.map((n_size, m_size, oh, ow),
                    Read(product.name, (Ix.var(0), Ix.var(2), Ix.var(3), Ix.var(1))),
                    label="conv_crop")
+
+
+def _flat_grid(win: Window, columns: int = DIRECT_COLUMNS) -> tuple[int, int]:
+    """The padded width ``Wp`` of a flat direct conv's pixel grid and its pixel count
+    (``OH*Wp`` rounded up to ``columns``)."""
+    wp = win.out[1] + (win.kernel[1] - 1) * win.dilations[1]
+    return wp, -(-win.out[0] * wp // columns) * columns
+
+
+def _flat_direct(ctx, X, W, B, win: Window):
+    """A stride-1 direct convolution over the padded input, rows of ``Wp`` = padded
+    width, output channels as the register tile's rows:
+
+    - ``Xp[n, c, r, w] = X[n, c, r - begin_h, w - begin_w]`` (0 outside), ``Wp = OW +
+      (KW-1)*dw`` columns and as many rows as the reads below reach;
+    - ``Y'[n, m, p] = B[m] + sum_{c, kh, kw} W[m, c, kh, kw] * Xp[n, c, kh*dh*Wp + kw*dw + p]``
+      over ``p < P``, reading ``Xp`` flat per channel: output pixel ``(oh, ow)`` is
+      ``p = oh*Wp + ow``, and its window element ``(kh, kw)`` lies ``kh*dh*Wp + kw*dw``
+      further on. The ``Wp - OW`` columns past each row's end, and the pixels from
+      ``OH*Wp`` up to ``P`` (``OH*Wp`` rounded up to :data:`DIRECT_COLUMNS`, so that
+      register tiles are whole vectors), compute values nobody reads; in exchange every read
+      is affine and stride 1 along ``p``, the vector lanes;
+    - ``Y[n, m, oh, ow] = Y'[n, m, oh*Wp + ow]`` (a Map, which activations join).
+
+    For output channels that do not fill whole vectors (:func:`_direct` otherwise);
+    the tiler reads ``Xp`` as it is (:mod:`polyc.tiling.contraction`).
+    """
+    n_size, c_size = X.shape[:2]
+    m_size = W.shape[0]
+    (oh, ow), (kh, kw), (dh, dw) = win.out, win.kernel, win.dilations
+    wp, pixels = _flat_grid(win)
+    rows = -(-((kh - 1) * dh * wp + (kw - 1) * dw + pixels) // wp)
+    padded = _padded(ctx, X, win, rows, wp)
+    flat = ctx.view(padded, (n_size, c_size * rows * wp), label="conv_pad")
+    n, m, p = Ix.var(0), Ix.var(1), Ix.var(2)
+    x = Read(flat.name, (n, Ix(((3, rows * wp), (4, dh * wp), (5, dw), (2, 1)))))
+    w = Read(W.name, (m, Ix.var(3), Ix.var(4), Ix.var(5)))
+    init = Const(0.0) if B is None else Read(B.name, (m,))
+    extents = (n_size, m_size, pixels)
+    product = ctx.reduce(out_shape=extents, init=init, extents=extents + (c_size, kh, kw),
+                         out_index=(n, m, p), combiner="add", expr=Call("mul", (w, x)),
+                         label="conv")
+    index = (Ix.var(0), Ix.var(1), Ix(((2, wp), (3, 1))))
+    return ctx.map((n_size, m_size, oh, ow), Read(product.name, index), label="conv_crop")
 
 
 def _padded(ctx, X, win: Window, rows: int, columns: int):
