@@ -179,7 +179,8 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     scop = stages.run("parameters", bind_parameters, scop, options.params,
                       options.symbolic or ())
     scop, scheduled = stages.run("tiling", tile, scop, scheduled, enabled=options.tile,
-                                 size=options.tile_size, blocking=options.blocking)
+                                 size=options.tile_size, blocking=options.blocking,
+                                 parallel=options.threads != 1)
     scheduled = stages.run("parallel", parallelize, scop, scheduled, threads=options.threads)
     if options.check and (options.tile or options.threads != 1):
         stages.run("legality", check_legality, scop, scheduled.schedule)

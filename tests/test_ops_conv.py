@@ -239,6 +239,21 @@ def test_direct_conv_tile_fits_the_output_rows(channels, width, tile):
     assert_compiled_matches(compiled, model)
 
 
+@pytest.mark.parametrize("threads, nc, parallel", [(1, 256, None), (2, 64, "i3/64 (c0)")])
+def test_direct_conv_on_threads_splits_its_channels(threads, nc, parallel):
+    """On several threads a direct conv's channels make 4 column blocks, the outermost
+    loop, which the threads split once per call (not its 13 output rows inside every
+    k block); on one thread a block holds them all; results match onnxruntime."""
+    model = _conv_relu((1, 16, 13, 13), (256, 16, 3, 3), {"pads": [1, 1, 1, 1]}, True)
+    compiled = polyc.compile(model, threads=threads)
+    decisions = compiled.schedule.decisions
+    assert any(re.match(r"tiling: contraction S\d_conv_transposed_update: .* register tile "
+                        rf"7x32, blocks mc=14 nc={nc} kc=16", d) for d in decisions)
+    notes = [d for d in decisions if d.startswith("parallel: S1_conv_transposed_init")]
+    assert [n.split(": loop ")[1] for n in notes] == ([parallel] if parallel else [])
+    assert_compiled_matches(compiled, model)
+
+
 def test_strided_direct_conv_reads_the_padded_input_two_pixel_loops():
     """A stride-2 7x7 conv (a CNN's stem): the padded copy of X spans the windows, and
     one Reduce over (n, oh, ow, m, c, kh, kw) reads it at (oh*2 + kh, ow*2 + kw)."""

@@ -353,19 +353,21 @@ class _LoopEmitter:
         latch = b.branch(header)
         if self._short_inner_loop(node):
             latch.set_metadata("llvm.loop", loop_hints(self.fn.module))
-        elif self.register_tile and self._accumulation(node.for_get_body()):
-            # a partial register tile's rows of single-lane updates: LLVM had vectorized
-            # them with a gather and a scatter per k step, in a parallel loop's body (a
-            # 1x1 conv over 7x7 pixels took 0.30 ms, 0.20 ms so; other loops of a tile,
-            # such as a sigmoid epilogue's, gain from LLVM's vectorizer)
+        elif self.register_tile and self._accumulations(node.for_get_body()):
+            # a partial register tile's single-lane updates: LLVM had vectorized a loop
+            # of them with a gather and a scatter per k step, in a parallel loop's body
+            # (a 1x1 conv over 7x7 pixels took 0.30 ms, 0.20 ms so; other loops of a
+            # tile, such as a sigmoid epilogue's, gain from LLVM's vectorizer)
             latch.set_metadata("llvm.loop", loop_hints(self.fn.module, vectorize=False))
         b.position_at_end(exit_)
 
-    def _accumulation(self, node: isl.AstNode) -> bool:
-        """Whether ``node`` (under marks) is one statement instance that updates the
-        element it reads (a contraction's update), with no loop of its own."""
+    def _accumulations(self, node: isl.AstNode) -> bool:
+        """Whether ``node`` (under marks) is statement instances that each update the
+        element they read (a contraction's updates, unrolled), with no loop."""
         while node.get_type() == isl.ast_node_type.mark:
             node = node.mark_get_node()
+        if node.get_type() == isl.ast_node_type.block:
+            return all(self._accumulations(child) for child in children(node))
         if node.get_type() != isl.ast_node_type.user:
             return False
         statement = self.program.instance(node).statement

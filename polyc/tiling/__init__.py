@@ -40,17 +40,18 @@ from polyc.tiling.rectangular import tile_bands
 
 
 def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
-         size=None, blocking=None) -> tuple[Scop, ScheduleResult]:
+         size=None, blocking=None, parallel: bool = False) -> tuple[Scop, ScheduleResult]:
     """``(scop, result)`` with contractions packed and register-tiled and the other
     permutable bands tiled (``size`` per member, or from the host's cache sizes);
     ``blocking`` fixes the contraction sizes; each may also be a mapping from statement
-    or ONNX node names to values (:mod:`polyc.tiling.overrides`); ``enabled=False``
-    keeps everything as is."""
+    or ONNX node names to values (:mod:`polyc.tiling.overrides`); ``parallel`` (the
+    code will run on several threads) shapes the contraction blocks for them;
+    ``enabled=False`` keeps everything as is."""
     sizes = per_statement(size, scop, "tile_size", tile_sizes)
     blockings = per_statement(blocking, scop, "blocking", as_blocking)
     if not enabled:
         return scop, dataclasses.replace(result, decisions=result.decisions + ("tiling: off",))
-    contractions = _contractions(scop, result.schedule, blockings)
+    contractions = _contractions(scop, result.schedule, blockings, parallel)
     attached = {c.statement.name: _neighbours(result.schedule, c, attachable(scop, c))
                 for c, _ in contractions}
     skip = set(attached) | {a.statement.name for found in attached.values() for a in found}
@@ -65,7 +66,7 @@ def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
                                      + tuple(f"tiling: {n}" for n in notes))
 
 
-def _contractions(scop: Scop, schedule: isl.Schedule, blockings: Lookup
+def _contractions(scop: Scop, schedule: isl.Schedule, blockings: Lookup, parallel: bool
                   ) -> list[tuple[Contraction, Blocking]]:
     """The bands that get the recipe: contractions with a full register tile at least."""
     found: list[tuple[Contraction, Blocking]] = []
@@ -74,7 +75,8 @@ def _contractions(scop: Scop, schedule: isl.Schedule, blockings: Lookup
         if node.get_type() == isl.schedule_node_type.band:
             c = match_contraction(scop, node)
             if c is not None and (c.inner or packable(scop, c)):
-                block = blockings({c.statement.name}) or choose_blocking(c, host_caches())
+                block = blockings({c.statement.name}) or choose_blocking(
+                    c, host_caches(), parallel=parallel)
                 if c.size("i") >= block.mr and c.size("j") >= block.nr and (
                         not c.inner or c.b_contiguous
                         or packs_at_compile_time(scop, c, block.nr)):

@@ -76,6 +76,14 @@ NARROW_DIRECT_ACCUMULATORS = 16
 # time with the recipe, 1.26-1.29x without).
 ACCUMULATORS = 24
 FEW_ROWS_VECTORS = 8
+# Run in parallel, a contraction has up to this many column blocks (nc) of whole
+# register tiles, so that the outermost loop splits the columns (and B's panels)
+# between the threads once per call, unless it has a single k block and twice as many
+# row tiles (a direct conv: output rows), which the threads then split. Otherwise they
+# would split the row tiles inside every k block (3x3 conv 512ch at 7x7, 2 threads:
+# 1.01 ms with nc = 512, its 7 output rows split 4 + 3 in each of 19 k blocks; 0.86 ms
+# with nc = 128; onnxruntime 0.78 ms).
+PARALLEL_COLUMN_BLOCKS = 4
 
 
 @dataclass(frozen=True)
@@ -112,7 +120,7 @@ def as_blocking(value) -> Blocking | None:
     return Blocking(mr, nr, mc, nc, kc)
 
 
-def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
+def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -> Blocking:
     """Sizes from the shape and the caches:
 
     - the register tile that leaves the fewest columns (then rows) to partial tiles
@@ -126,7 +134,8 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
       about :data:`KC` steps (16 to 64 channels of a 3x3 kernel measured the same);
     - ``kc`` = :data:`KC`, measured best on this machine kind (256 to 512 were within
       noise; 96 and 128 lost 30%), or the whole reduction when shorter;
-    - ``nc`` so the packed block ``kc x nc`` fills half of L2, reused by every row tile;
+    - ``nc`` so the packed block ``kc x nc`` fills half of L2, reused by every row tile,
+      and, ``parallel``, the columns make up to :data:`PARALLEL_COLUMN_BLOCKS` blocks;
     - ``mc`` so a block of A ``mc x kc`` fills an eighth of L2 (row tiles per block;
       with column tiles inside row tiles it matters little).
 
@@ -154,6 +163,10 @@ def choose_blocking(c: Contraction, caches: Caches) -> Blocking:
     kc = min(KC, -(-k // LANES) * LANES) if not c.inner else min(k, max(KC // inner, 1))
     steps = kc * inner
     nc = _fit(caches.l2 // 2 // (steps * FLOAT_BYTES), nr, n)
+    rows_inside = c.inner and any(c.extents[d] != 1 for d in c.batch if d not in c.b_batch)
+    if parallel and (k > kc or rows_inside or -(-m // mr) < 2 * PARALLEL_COLUMN_BLOCKS):
+        tiles = -(-n // nr)
+        nc = min(nc, nr * -(-tiles // PARALLEL_COLUMN_BLOCKS))
     mc = _fit(caches.l2 // 16 // (steps * FLOAT_BYTES), mr, m)
     return Blocking(mr, nr, mc, nc, kc)
 
@@ -258,6 +271,7 @@ def isolate_full_tiles(schedule: isl.Schedule, full: dict[str, isl.Set]) -> isl.
         n = band.band_n_member()
         for member in (n - 2, n - 1):  # i within the tile, and the vectors of a row
             band = band.band_member_set_isolate_ast_loop_type(member, isl.ast_loop_type.unroll)
+            band = band.band_member_set_ast_loop_type(member, isl.ast_loop_type.unroll)
         return band.parent()
 
     return schedule.map_schedule_node_bottom_up(visit)
