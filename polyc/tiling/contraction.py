@@ -58,6 +58,11 @@ class Contraction:
         return (self.k,) + self.inner
 
     @property
+    def shared_batch(self) -> tuple[int, ...]:
+        """The batch dims that ``b`` does not vary with (a direct conv's output rows)."""
+        return tuple(d for d in self.batch if d not in self.b_batch)
+
+    @property
     def inner_size(self) -> int:
         """Instances of the inner reductions per ``k`` step (1 without them)."""
         size = 1

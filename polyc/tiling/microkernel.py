@@ -163,7 +163,7 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     kc = min(KC, -(-k // LANES) * LANES) if not c.inner else min(k, max(KC // inner, 1))
     steps = kc * inner
     nc = _fit(caches.l2 // 2 // (steps * FLOAT_BYTES), nr, n)
-    rows_inside = c.inner and any(c.extents[d] != 1 for d in c.batch if d not in c.b_batch)
+    rows_inside = c.inner and any(c.extents[d] != 1 for d in c.shared_batch)
     if parallel and (k > kc or rows_inside or -(-m // mr) < 2 * PARALLEL_COLUMN_BLOCKS):
         tiles = -(-n // nr)
         nc = min(nc, nr * -(-tiles // PARALLEL_COLUMN_BLOCKS))
@@ -203,7 +203,7 @@ def recipe_schedule(packed: Packed, block: Blocking,
         tile_tree = tile_tree.sequence(trees[name])
     # batch loops that B's panels (packed at compile time) do not vary with run inside
     # the cache blocks, as more rows: each k x nc block of B serves all of them
-    shared = [] if copy is not None else [d for d in c.batch if d not in c.b_batch]
+    shared = [] if copy is not None else list(c.shared_batch)
     outer = [d for d in c.batch if d not in shared]
     tile_tree = _band(tile_tree, parts, [s(d) for d in shared]
                       + [_div(i, block.mc), _div(i, block.mr), _div(j, nr)])
