@@ -15,7 +15,7 @@ import dataclasses
 import numpy as np
 
 from polyc.errors import ModelError, UnsupportedDtypeError, UnsupportedOpError
-from polyc.frontend import core, shape_values
+from polyc.frontend import channels_last, core, shape_values
 from polyc.frontend.core import Call, Graph, Map, Read, Reduce, TensorInfo, View
 from polyc.frontend.load import OnnxGraph
 from polyc.frontend.ops import NodeContext, lookup
@@ -62,6 +62,9 @@ class LoweringContext:
         self._shape_values: dict[str, np.ndarray] = {}  # tensor -> ints and Syms
         self._ops: list[core.Op] = []
         self._producer: dict[str, int] = {}        # tensor -> index in _ops
+        # a 4-D tensor stored channels-last (a View) -> its storage [N, H, W, C]
+        self._channels_last: dict[str, TensorInfo] = {}
+        self._nchw_copies: dict[str, TensorInfo] = {}  # ... -> its NCHW copy, once made
         self._taken = _onnx_names(graph)
         self._graph_inputs = {t.name for t in graph.inputs}
         self._count = 0
@@ -136,12 +139,45 @@ class LoweringContext:
         producer = self._producer.get(tensor.name)
         if producer is None or not isinstance(self._ops[producer], View):
             return tensor
+        if tensor.name in self._channels_last:
+            return self.channels_first(tensor)
         return self.map(tensor.shape, Read(tensor.name, core.identity_index(len(tensor.shape))),
                         label="copy")
+
+    def channels_last(self, tensor: TensorInfo) -> TensorInfo | None:
+        """The [N, H, W, C] storage of ``tensor`` when it is stored channels-last
+        (:mod:`polyc.frontend.channels_last`), else None."""
+        return self._channels_last.get(tensor.name)
+
+    def as_channels_last(self, stored: TensorInfo, *, label: str) -> TensorInfo:
+        """The [N, C, H, W] View of ``stored`` [N, H, W, C], known as channels-last."""
+        view = self.view(stored, channels_last.nchw(stored.shape), kind="transpose",
+                         perm=channels_last.TO_NCHW, label=label)
+        self._channels_last[view.name] = stored
+        return view
+
+    def channels_first(self, tensor: TensorInfo) -> TensorInfo:
+        """``tensor`` in NCHW order: itself, or for a channels-last one a copy (one per
+        tensor)."""
+        if tensor.name not in self._channels_last:
+            return tensor
+        copy = self._nchw_copies.get(tensor.name)
+        if copy is None:
+            read = Read(tensor.name, core.identity_index(4))
+            copy = self._emit(Map(self.fresh("nchw"), tensor.shape, read, node=self._node.name,
+                                  label="nchw"), tensor.shape)
+            self._nchw_copies[tensor.name] = copy
+        return copy
 
     def map(self, shape, expr: core.Expr, *, label: str) -> TensorInfo:
         """Emit ``out[i] = expr`` over ``shape``; the new tensor ``out``."""
         shape = tuple(dim(d) for d in shape)
+        if channels_last.follows(shape, expr, self._channels_last.__contains__,
+                                 lambda t: self._tensors[t].shape):
+            stored = channels_last.nhwc(shape)
+            op = Map(self.fresh(label), stored, channels_last.to_channels_last(expr),
+                     node=self._node.name, label=label)
+            return self.as_channels_last(self._emit(op, stored), label=label)
         out = self.fresh(label)
         return self._emit(Map(out, shape, expr, node=self._node.name, label=label), shape)
 
@@ -162,9 +198,15 @@ class LoweringContext:
              label: str) -> TensorInfo:
         """Emit a View of ``src`` with ``shape`` (reshape) or axis order ``perm``."""
         shape = tuple(dim(d) for d in shape)
+        stored = self._channels_last.get(src.name)
+        if stored is not None and kind == "reshape" and shape != src.shape:
+            src = self.channels_first(src)  # its index would need a division
         op = View(self.fresh(label), src.name, kind, tuple(perm), node=self._node.name,
                   label=label)
-        return self._emit(op, shape)
+        view = self._emit(op, shape)
+        if stored is not None and kind == "reshape" and shape == src.shape:
+            self._channels_last[view.name] = stored
+        return view
 
     # -- the walk ---------------------------------------------------------------------
 
@@ -317,6 +359,12 @@ class LoweringContext:
             self._ops[k] = _renamed(self._ops[k], old, new)
         self._tensors[new] = dataclasses.replace(self._tensors.pop(old), name=new)
         self._producer[new] = self._producer.pop(old)
+        for layouts in (self._channels_last, self._nchw_copies):
+            if old in layouts:
+                layouts[new] = layouts.pop(old)
+            for key, info in layouts.items():
+                if info.name == old:
+                    layouts[key] = self._tensors[new]
 
     def _write_output(self, name: str) -> None:
         if name in self._producer:

@@ -63,6 +63,14 @@ class Contraction:
         return tuple(d for d in self.batch if d not in self.b_batch)
 
     @property
+    def direct(self) -> bool:
+        """A direct conv, its weights ``b`` packed at compile time: kernel loops inside
+        the tile, or output rows as a batch the weights do not vary with (a 1x1 conv
+        over channels-last pixels)."""
+        return not self.b_contiguous and (
+            bool(self.inner) or any(self.extents[d] != 1 for d in self.shared_batch))
+
+    @property
     def inner_size(self) -> int:
         """Instances of the inner reductions per ``k`` step (1 without them)."""
         size = 1

@@ -20,7 +20,12 @@ back along it are its rows. Conditions, from the SCoP alone:
 - each maps into ``S``'s ``(batch.., i, j)`` box;
 - an epilogue reads, in each row of C, one interval along ``j`` (no holes between
   the vector lanes), and writes consecutive elements along ``j`` (not a transposed
-  conv's write-back, a channel plane between lanes).
+  conv's write-back, a channel plane between lanes);
+- the epilogue of a direct conv (:attr:`Contraction.direct`) reads no computed data
+  besides C: with a residual Add in the tile (a 1x1 conv 64->256 at 56x56 over
+  channels-last pixels, + Sum + Relu), LLVM kept the tile's accumulators in memory,
+  loading and storing them at every ``k`` step: 1.85 ms, against 0.62 ms for the conv
+  and 0.21 ms for the Add + Relu as a pass of its own.
 
 :func:`attachable` checks these; the caller also checks the schedule tree (``I``, ``S``
 and ``E`` consecutive children of one sequence), and the legality checker verifies the
@@ -64,6 +69,9 @@ def attachable(scop: Scop, c: Contraction) -> list[Attached]:
                 or not all(r.is_equal(reads[0]) for r in reads)
                 or not reads[0].is_injective()):
             continue
+        if c.direct and any(scop.array(r.array).kind != "constant"
+                            for r in t.reads if r.array != s.write.array):
+            continue  # see the module docstring
         to_c = _to_contraction(c, reads[0], t.domain)
         if to_c is not None and _rows_without_holes(c, to_c, t.domain) and \
                 _writes_along_j(scop, c, t, to_c):

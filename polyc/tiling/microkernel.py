@@ -151,7 +151,7 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
                  (lambda t: (columns(t), m % t[0])))
     if m < min(t[0] for t in tiles) and n >= LANES and k >= KC:  # all the rows, if long
         mr, nr = m, LANES * max(1, min(FEW_ROWS_VECTORS, ACCUMULATORS // m, n // LANES))
-    if c.inner and not c.b_contiguous:  # a direct conv, its weights packed
+    if c.direct:  # a direct conv, its weights packed
         if n >= PACKED_DIRECT_COLUMNS:
             nr = PACKED_DIRECT_COLUMNS
             mr = min(PACKED_DIRECT_ROWS, key=lambda r: -(-m // r) * r)
@@ -163,7 +163,7 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     kc = min(KC, -(-k // LANES) * LANES) if not c.inner else min(k, max(KC // inner, 1))
     steps = kc * inner
     nc = _fit(caches.l2 // 2 // (steps * FLOAT_BYTES), nr, n)
-    rows_inside = c.inner and any(c.extents[d] != 1 for d in c.shared_batch)
+    rows_inside = c.direct and any(c.extents[d] != 1 for d in c.shared_batch)
     if parallel and (k > kc or rows_inside or -(-m // mr) < 2 * PARALLEL_COLUMN_BLOCKS):
         tiles = -(-n // nr)
         nc = min(nc, nr * -(-tiles // PARALLEL_COLUMN_BLOCKS))

@@ -79,11 +79,18 @@ def Conv(ctx, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
     win = window(ctx, X.shape[2:], W.shape[2:], strides=strides, dilations=dilations,
                  pads=pads, auto_pad=auto_pad)
     if groups == X.shape[1] == W.shape[0]:
+        value = ctx.constant_value(W)
+        if (ctx.channels_last(X) is not None and value is not None and win.rank == 2
+                and size(win.kernel) <= UNROLLED_KERNEL):
+            # taps read along channels (the vector lanes): weights [kh, kw, c]
+            weights = ctx.constant(value[:, 0].transpose(1, 2, 0).copy(), "conv_taps")
+            return _depthwise_map(ctx, X, weights, B, win, taps_last=False)
         weights = ctx.view(W, (groups,) + W.shape[2:], label="conv_weights")
         return _depthwise(ctx, X, weights, B, win)
-    direct = _direct_lowering(groups, win, W)
+    direct = _direct_lowering(groups, win, W, channels_last=ctx.channels_last(X) is not None)
     if direct is not None:
         return direct(ctx, X, W, B, win)
+    X = ctx.channels_first(X)
     col = _im2col(ctx, X, win)
     weights = ctx.view(W, (W.shape[0], size(W.shape[1:])), label="conv_weights")
     return _product(ctx, col, weights, B, groups, win.out)
@@ -123,7 +130,7 @@ def ConvTranspose(ctx, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group
         raise ctx.shape_error(f"the output size {list(out)} is not positive")
     shift = tuple((k - 1) * d - b for k, d, b in zip(kernel, dilations, begin))
     win = Window(kernel, (1,) * r, dilations, shift, (0,) * r, out)
-    upsampled = _zero_inserted(ctx, X, strides)
+    upsampled = _zero_inserted(ctx, ctx.channels_first(X), strides)
     depthwise = groups == X.shape[1] == W.shape[1] * groups
     flipped = _flipped(ctx, W, groups, depthwise=depthwise)
     bounded = upsampled is not X  # see _zero_inserted
@@ -159,19 +166,24 @@ def _check_shapes(ctx, X, W, B, group: int, kernel_shape, *, transposed: bool) -
     return group
 
 
-def _direct_lowering(groups: int, win: Window, W):
-    """How a 2-D, ungrouped conv with a kernel larger than 1x1 and weights ``W`` is
-    direct: :func:`_direct` with output channels in whole vectors
-    (:data:`DIRECT_CHANNELS`) and output rows of a known width, else
-    :func:`_flat_direct` with stride 1, at least :data:`DIRECT_MIN_CHANNELS` output
-    channels and at most :data:`DIRECT_MAX_WASTE` times its output pixels computed;
-    None (im2col) otherwise."""
-    if groups != 1 or win.rank != 2 or size(win.kernel) == 1:
+def _direct_lowering(groups: int, win: Window, W, *, channels_last: bool = False):
+    """How a 2-D, ungrouped conv with weights ``W`` is direct, or None (im2col).
+
+    To a multiple of :data:`DIRECT_CHANNELS` output channels (whole vectors) with output
+    rows of a known width: a 1x1 conv with stride 1 and no pads over a channels-last
+    input is :func:`_pointwise`; any other conv with a kernel larger than 1x1, or over a
+    channels-last input, is :func:`_direct`. Else a conv with a kernel larger than 1x1,
+    stride 1 and at least :data:`DIRECT_MIN_CHANNELS` output channels is
+    :func:`_flat_direct` when that computes at most :data:`DIRECT_MAX_WASTE` times its
+    output pixels."""
+    if groups != 1 or win.rank != 2:
         return None
+    pointwise = size(win.kernel) == 1
     m_size = W.shape[0]
     if m_size % DIRECT_CHANNELS == 0 and isinstance(win.out[1], int):
-        return _direct
-    if (set(win.strides) == {1} and m_size >= DIRECT_MIN_CHANNELS
+        if channels_last or not pointwise:
+            return _direct
+    if (not pointwise and set(win.strides) == {1} and m_size >= DIRECT_MIN_CHANNELS
             and _flat_grid(win, DIRECT_TILE_COLUMNS)[1] <= DIRECT_MAX_WASTE * size(win.out)):
         return _flat_direct
     return None
@@ -184,7 +196,11 @@ def _direct(ctx, X, W, B, win: Window):
       and columns as the windows span;
     - ``Yt[n, oh, ow, m] = B[m] + sum_{c, kh, kw} W[m, c, kh, kw] *
       Xp[n, c, oh*sh + kh*dh, ow*sw + kw*dw]``;
-    - ``Y[n, m, oh, ow] = Yt[n, oh, ow, m]`` (a Map, which activations join).
+    - ``Y[n, m, oh, ow] = Yt[n, oh, ow, m]``, a View: the output is channels-last
+      (:mod:`polyc.frontend.channels_last`).
+
+    ``Xp`` is X itself when no window leaves it. Over a channels-last X, ``Xp`` is
+    channels-last too and the product reads it as it is.
 
     The product is a contraction with three reduction loops (c, kh, kw), which the
     tiler runs inside a register tile of pixels ``ow`` of one output row (broadcasts
@@ -197,7 +213,8 @@ def _direct(ctx, X, W, B, win: Window):
     n_size, c_size = X.shape[:2]
     m_size = W.shape[0]
     (oh, ow), (kh, kw), (sh, sw), (dh, dw) = win.out, win.kernel, win.strides, win.dilations
-    padded = _padded(ctx, X, win, win.span(0), win.span(1))
+    inside = win.inside(X.shape[2:]) and not any(win.begin)
+    padded = X if inside else _padded(ctx, X, win, win.span(0), win.span(1))
     n, m = Ix.var(0), Ix.var(3)
     x = Read(padded.name, (n, Ix.var(4), Ix(((1, sh), (5, dh))), Ix(((2, sw), (6, dw)))))
     w = Read(W.name, (m, Ix.var(4), Ix.var(5), Ix.var(6)))
@@ -206,9 +223,30 @@ def _direct(ctx, X, W, B, win: Window):
     product = ctx.reduce(out_shape=extents, init=init, extents=extents + (c_size, kh, kw),
                          out_index=(n, Ix.var(1), Ix.var(2), m), combiner="add",
                          expr=Call("mul", (w, x)), label="conv_transposed")
-    return ctx.map((n_size, m_size, oh, ow),
-                   Read(product.name, (Ix.var(0), Ix.var(2), Ix.var(3), Ix.var(1))),
-                   label="conv_crop")
+    return ctx.as_channels_last(product, label="conv")
+
+
+def _pointwise(ctx, X, W, B, win: Window):
+    """A 1x1 conv with stride 1 and no pads over a channels-last X (stored
+    ``Xs[n, h, w, c]``): the product of its pixels by the weights,
+    ``Yt[n, p, m] = B[m] + sum_c W[m, c] * Xs[n, p, c]`` over the ``p = h*W + w``, read
+    as they are (no packing; the weights are packed at compile time), viewed as the
+    channels-last ``Y[n, m, h, w]``. The sum runs over ``c`` in order after ``B``, as
+    the product over NCHW did."""
+    stored = ctx.channels_last(X)
+    n_size, h, w, c_size = stored.shape
+    m_size = W.shape[0]
+    pixels = ctx.view(stored, (n_size, h * w, c_size), label="conv_pixels")
+    weights = ctx.view(W, (m_size, c_size), label="conv_weights")
+    n, p, m, c = (Ix.var(k) for k in range(4))
+    init = Const(0.0) if B is None else Read(B.name, (m,))
+    product = ctx.reduce(out_shape=(n_size, h * w, m_size), init=init,
+                         extents=(n_size, h * w, m_size, c_size), out_index=(n, p, m),
+                         combiner="add", label="conv_pointwise",
+                         expr=Call("mul", (Read(weights.name, (m, c)),
+                                           Read(pixels.name, (n, p, c)))))
+    rows = ctx.view(product, (n_size, h, w, m_size), label="conv")
+    return ctx.as_channels_last(rows, label="conv")
 
 
 def _flat_grid(win: Window, columns: int = DIRECT_COLUMNS) -> tuple[int, int]:
@@ -236,6 +274,7 @@ def _flat_direct(ctx, X, W, B, win: Window):
     For output channels that do not fill whole vectors (:func:`_direct` otherwise);
     the tiler reads ``Xp`` as it is (:mod:`polyc.tiling.contraction`).
     """
+    X = ctx.channels_first(X)
     n_size, c_size = X.shape[:2]
     m_size = W.shape[0]
     (oh, ow), (kh, kw), (dh, dw) = win.out, win.kernel, win.dilations
@@ -365,6 +404,7 @@ def _depthwise(ctx, src, weights, B, win: Window, *, bounded: bool = False):
     ``bounded``, ``src`` read with a bounded read instead."""
     if not bounded and size(win.kernel) <= UNROLLED_KERNEL:
         return _depthwise_map(ctx, src, weights, B, win)
+    src = ctx.channels_first(src)
     r = win.rank
     n_size, c_size = src.shape[:2]
     o_var, k_var = 2, 2 + r
@@ -385,12 +425,14 @@ def _depthwise(ctx, src, weights, B, win: Window, *, bounded: bool = False):
                       expr=Call("mul", (x, w)), label="depthwise_conv")
 
 
-def _depthwise_map(ctx, src, weights, B, win: Window):
+def _depthwise_map(ctx, src, weights, B, win: Window, *, taps_last: bool = True):
     """``Y[n, c, o..] = B[c] + X[n, c, o*s + k0*d - begin ..] * weights[c, k0..] + ..`` over
     the kernel positions ``k0, k1, ..`` in row-major order (the Reduce's order, so sums
     are the same bit for bit), reads outside X giving 0: one Map, whose statement keeps
     its window in registers and writes each output once. Its bounded reads are
-    unguarded in the interior (:mod:`polyc.tiling.borders`): no padded copy of X."""
+    unguarded in the interior (:mod:`polyc.tiling.borders`): no padded copy of X.
+    Without ``taps_last``, ``weights`` is ``[k.., c]`` (read along channels over a
+    channels-last X)."""
     n_size, c_size = src.shape[:2]
     total = Const(0.0) if B is None else Read(B.name, (Ix.var(1),))
     for position in itertools.product(*(range(k) for k in win.kernel)):
@@ -400,7 +442,8 @@ def _depthwise_map(ctx, src, weights, B, win: Window):
                      (win.out[d] - 1) * win.strides[d] + k * win.dilations[d] - win.begin[d]
                      < src.shape[2 + d] for d, k in enumerate(position))
         x = Read(src.name, identity_index(2) + index, *(() if inside else ("fill", 0.0)))
-        w = Read(weights.name, (Ix.var(1),) + tuple(Ix.constant(k) for k in position))
+        taps = tuple(Ix.constant(k) for k in position)
+        w = Read(weights.name, (Ix.var(1),) + taps if taps_last else taps + (Ix.var(1),))
         total = Call("add", (total, Call("mul", (x, w))))
     return ctx.map((n_size, c_size) + win.out, total, label="depthwise_conv")
 

@@ -1,0 +1,173 @@
+"""Channels-last activations (polyc.frontend.channels_last): which tensors the lowering
+stores as [N, H, W, C], what reads them as they are, where NCHW copies come in; every
+model compiled (legality checker on) and compared with onnxruntime on seeded random
+inputs and seeded random weights.
+
+Tolerances: rtol 1e-4, atol 1e-4 (sums over channels and windows in another order than
+onnxruntime's, through two or three convs).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import polyc
+from polyc.frontend import import_model
+from polyc.frontend.core import Map, View
+
+from onnx_helpers import make_model, random_inputs, run_onnxruntime
+
+RTOL, ATOL = 1e-4, 1e-4
+
+
+class Net:
+    """A model under construction: convs with seeded random weights, and other nodes."""
+
+    def __init__(self, channels: int, size: int):
+        self.nodes, self.weights, self.seed = [], [], 0
+        self.input = ("x", [1, channels, size, size])
+
+    def conv(self, x, c_in, c_out, k, *, stride=1, group=1, pad=None):
+        self.seed += 1
+        rng = np.random.default_rng(self.seed)
+        name = f"conv{self.seed}"
+        self.weights += [
+            (f"{name}_w", rng.uniform(-0.3, 0.3, (c_out, c_in // group, k, k)).astype(np.float32)),
+            (f"{name}_b", rng.uniform(-1, 1, c_out).astype(np.float32))]
+        pad = k // 2 if pad is None else pad
+        return self.node("Conv", x, f"{name}_w", f"{name}_b", kernel_shape=[k, k],
+                         strides=[stride, stride], pads=[pad] * 4, group=group)
+
+    def node(self, op, *inputs, **attrs):
+        out = f"t{len(self.nodes)}"
+        self.nodes.append(helper.make_node(op, list(inputs), [out], **attrs))
+        return out
+
+    def model(self, *outputs):
+        return make_model(self.nodes, [self.input], list(outputs), initializers=self.weights)
+
+
+def assert_matches(model, **options):
+    compiled = polyc.compile(model, **options)
+    inputs = random_inputs(model, 0)
+    got, want = compiled.run(inputs), run_onnxruntime(model, inputs)
+    for name, value in want.items():
+        np.testing.assert_allclose(got[name], value, rtol=RTOL, atol=ATOL, err_msg=name)
+    return compiled
+
+
+def stored(graph, label):
+    """The Maps labelled ``label`` and the View each one's tensor is read through."""
+    views = {op.src: op for op in graph.ops if isinstance(op, View)}
+    return [(op, views.get(op.out)) for op in graph.ops if isinstance(op, Map)
+            and op.label == label]
+
+
+def test_activations_between_convs_are_stored_channels_last():
+    """conv 3x3 -> Relu -> conv 1x1 -> Relu -> conv 3x3: each Relu is a Map over
+    [N, H, W, C] whose ONNX value is a transpose View of it, and no NCHW copy or im2col
+    is made; the graph output is written NCHW."""
+    net = Net(8, 12)
+    a = net.node("Relu", net.conv("x", 8, 32, 3))
+    b = net.node("Relu", net.conv(a, 32, 16, 1))
+    y = net.conv(b, 16, 32, 3, stride=2)
+    model = net.model(y)
+    graph = import_model(model)
+    relus = stored(graph, "relu")
+    assert len(relus) == 2
+    for (op, view), shape in zip(relus, [(1, 12, 12, 32), (1, 12, 12, 16)]):
+        assert op.shape == shape and view.kind == "transpose" and view.perm == (0, 3, 1, 2)
+    labels = {op.label for op in graph.ops}
+    assert "nchw" not in labels and "im2col" not in labels
+    assert graph.outputs[0].shape == (1, 32, 6, 6)
+    compiled = assert_matches(model, threads=1)
+    tiles = [d for d in compiled.schedule.decisions if d.startswith("tiling: contraction")]
+    # the 1x1 conv to 16 channels: a 16-wide tile of 16 pixels, weights packed
+    assert any(re.search(r"register tile 12x16|register tile 16x16", d) for d in tiles)
+    assert len(tiles) == 3 and all("packed into" in d and "at compile time" in d for d in tiles)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_conv_over_channels_last_reads_taps_along_channels(stride):
+    """A depthwise conv over a channels-last input is one channels-last Map whose
+    weights are a constant [kh, kw, c] (a vector of channels per tap)."""
+    net = Net(16, 15)
+    a = net.node("Relu", net.conv("x", 16, 32, 3))
+    d = net.node("Relu", net.conv(a, 32, 32, 3, stride=stride, group=32))
+    y = net.conv(d, 32, 16, 1)
+    model = net.model(y)
+    graph = import_model(model)
+    ((op, view),) = stored(graph, "depthwise_conv")
+    out = 15 if stride == 1 else 8
+    assert op.shape == (1, out, out, 32) and view is not None
+    (taps,) = [t for t in graph.constants if t.startswith("_conv_taps")]
+    assert graph.constants[taps].shape == (3, 3, 32)
+    for options in ({"threads": 1}, {"threads": 2}, {"fuse": "none"}, {"tile": False}):
+        assert_matches(model, **options)
+
+
+def test_pooling_concat_and_residual_stay_channels_last():
+    """MaxPool's window passes, a residual Add and a Concat along channels of
+    channels-last tensors are channels-last Maps; a 1x1 stride-2 conv reads the Concat
+    as it is (direct, no im2col); GlobalAveragePool and Flatten of the result are right."""
+    net = Net(4, 20)
+    a = net.node("Relu", net.conv("x", 4, 32, 3))
+    p = net.node("MaxPool", a, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    b = net.node("Add", net.conv(p, 32, 32, 3), p)
+    c = net.node("Concat", b, net.conv(p, 32, 16, 1), axis=1)
+    d = net.conv(c, 48, 32, 1, stride=2, pad=0)
+    g = net.node("GlobalAveragePool", d)
+    f = net.node("Flatten", d)
+    model = net.model(g, f)
+    graph = import_model(model)
+    for label in ("max_pool", "add", "concat"):
+        assert stored(graph, label) and all(view is not None for _, view in stored(graph, label))
+    labels = [op.label for op in graph.ops]
+    assert "im2col" not in labels
+    # Flatten of [1, 32, 5, 5] needs NCHW order: one copy, read by the reshape
+    assert labels.count("nchw") == 1
+    assert_matches(model, threads=1)
+    assert_matches(model, threads=2)
+
+
+def test_mixed_layouts_read_through_the_view():
+    """An Add of a channels-last tensor and the NCHW graph input stays NCHW (reading
+    the channels-last one through its view); a 1x1 conv to channels that are not a
+    multiple of 16 reads an NCHW copy (a product over pixels)."""
+    net = Net(32, 9)
+    a = net.conv("x", 32, 32, 3)
+    s = net.node("Add", a, "x")
+    b = net.conv(net.node("Relu", a), 32, 24, 1)
+    model = net.model(s, b)
+    graph = import_model(model)
+    assert not stored(graph, "add")[0][1]  # no view: an NCHW Map
+    assert "nchw" in {op.label for op in graph.ops}
+    assert_matches(model, threads=1)
+
+
+def test_residual_add_after_a_pointwise_conv_is_a_pass_of_its_own():
+    """conv 1x1 + residual Sum + Relu over channels-last pixels: the Sum is not in the
+    conv's register tile (an epilogue reading other computed data), the Relu after the
+    first conv is; results match onnxruntime."""
+    net = Net(16, 14)
+    a = net.node("Relu", net.conv("x", 16, 32, 3))
+    s = net.node("Relu", net.node("Sum", net.conv(a, 32, 64, 1), net.conv(a, 32, 64, 1)))
+    y = net.conv(s, 64, 16, 3)
+    model = net.model(y)
+    compiled = assert_matches(model, threads=1)
+    notes = [d for d in compiled.schedule.decisions if d.startswith("tiling: contraction")]
+    assert sum("epilogue" in d for d in notes) == 1  # the first conv's Relu
+    assert any(re.match(r"tiling: band of S\d+_relu: ", d) for d in compiled.schedule.decisions)
+
+
+def test_graph_output_that_is_also_read_on():
+    """A channels-last value that is a graph output and is read by the next conv: the
+    output is written NCHW, the conv reads it as it is."""
+    net = Net(8, 10)
+    a = net.node("Relu", net.conv("x", 8, 16, 3))
+    y = net.conv(a, 16, 16, 3)
+    assert_matches(net.model(a, y), threads=1)
