@@ -14,8 +14,8 @@ of what they read (:meth:`polyc.frontend.lower.LoweringContext.map`):
   channels, MaxPool's window passes, a depthwise conv's taps, is itself written
   channels-last, its loops in ``(n, h, w, c)`` order (:func:`to_channels_last`);
 - a conv over a channels-last input to a multiple of 16 channels reads it as it is
-  (:mod:`polyc.frontend.ops.conv`: a 1x1 conv is a product of the pixels by the
-  weights, which are packed at compile time);
+  (:mod:`polyc.frontend.ops.conv`: a 1x1 conv is direct too, its weights packed at
+  compile time), and a depthwise conv is a Map as above;
 - other ops read through the view (transposing reads), except a reshape that would
   need a division in its index (a Flatten of ``[N, C, H, W]``): it reads an NCHW copy.
 

@@ -198,13 +198,13 @@ class LoweringContext:
              label: str) -> TensorInfo:
         """Emit a View of ``src`` with ``shape`` (reshape) or axis order ``perm``."""
         shape = tuple(dim(d) for d in shape)
-        stored = self._channels_last.get(src.name)
-        if stored is not None and kind == "reshape" and shape != src.shape:
-            src = self.channels_first(src)  # its index would need a division
+        stored = self._channels_last.get(src.name) if kind == "reshape" else None
+        if stored is not None and shape != src.shape:
+            src, stored = self.channels_first(src), None  # its index would need a division
         op = View(self.fresh(label), src.name, kind, tuple(perm), node=self._node.name,
                   label=label)
         view = self._emit(op, shape)
-        if stored is not None and kind == "reshape" and shape == src.shape:
+        if stored is not None:  # the same shape: still channels-last
             self._channels_last[view.name] = stored
         return view
 

@@ -63,12 +63,16 @@ class Contraction:
         return tuple(d for d in self.batch if d not in self.b_batch)
 
     @property
+    def shared_rows(self) -> bool:
+        """Whether a shared batch dim has more than one instance (output rows)."""
+        return any(self.extents[d] != 1 for d in self.shared_batch)
+
+    @property
     def direct(self) -> bool:
         """A direct conv, its weights ``b`` packed at compile time: kernel loops inside
         the tile, or output rows as a batch the weights do not vary with (a 1x1 conv
         over channels-last pixels)."""
-        return not self.b_contiguous and (
-            bool(self.inner) or any(self.extents[d] != 1 for d in self.shared_batch))
+        return not self.b_contiguous and (bool(self.inner) or self.shared_rows)
 
     @property
     def inner_size(self) -> int:

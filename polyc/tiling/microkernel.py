@@ -163,7 +163,7 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     kc = min(KC, -(-k // LANES) * LANES) if not c.inner else min(k, max(KC // inner, 1))
     steps = kc * inner
     nc = _fit(caches.l2 // 2 // (steps * FLOAT_BYTES), nr, n)
-    rows_inside = c.direct and any(c.extents[d] != 1 for d in c.shared_batch)
+    rows_inside = c.direct and c.shared_rows
     if parallel and (k > kc or rows_inside or -(-m // mr) < 2 * PARALLEL_COLUMN_BLOCKS):
         tiles = -(-n // nr)
         nc = min(nc, nr * -(-tiles // PARALLEL_COLUMN_BLOCKS))

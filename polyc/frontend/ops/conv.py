@@ -45,8 +45,8 @@ UNROLLED_KERNEL = 49
 # 16->64 at 55x55 1.01 -> 0.91, 160->192 at 7x7 1.05 -> 0.86, 128ch at 4x4 1.10 ->
 # 1.00; stride 2 (weights beyond L2 had gone to im2col), 256ch at 28x28 1.17 -> 0.92,
 # 512ch at 14x14 1.14 -> 1.01, 96ch at 28x28 1.26 -> 0.88, 128ch at 8x8 1.02 -> 0.93.
-# 1x1 convs stay products (2048->512 at 7x7 1.10 -> 1.33, 1x1 stride 2 1024->2048 at
-# 14x14 1.10 -> 1.33).
+# 1x1 convs over NCHW inputs stay products (2048->512 at 7x7 1.10 -> 1.33, 1x1 stride 2
+# 1024->2048 at 14x14 1.10 -> 1.33); over channels-last inputs they are direct.
 DIRECT_CHANNELS = 16
 # Other channel counts, stride 1: a direct conv over a flat pixel grid of the padded
 # width (_flat_direct), when that grid rounded up to whole 64-wide register tiles is at
@@ -170,8 +170,7 @@ def _direct_lowering(groups: int, win: Window, W, *, channels_last: bool = False
     """How a 2-D, ungrouped conv with weights ``W`` is direct, or None (im2col).
 
     To a multiple of :data:`DIRECT_CHANNELS` output channels (whole vectors) with output
-    rows of a known width: a 1x1 conv with stride 1 and no pads over a channels-last
-    input is :func:`_pointwise`; any other conv with a kernel larger than 1x1, or over a
+    rows of a known width, a conv with a kernel larger than 1x1, or any conv over a
     channels-last input, is :func:`_direct`. Else a conv with a kernel larger than 1x1,
     stride 1 and at least :data:`DIRECT_MIN_CHANNELS` output channels is
     :func:`_flat_direct` when that computes at most :data:`DIRECT_MAX_WASTE` times its
@@ -224,29 +223,6 @@ def _direct(ctx, X, W, B, win: Window):
                          out_index=(n, Ix.var(1), Ix.var(2), m), combiner="add",
                          expr=Call("mul", (w, x)), label="conv_transposed")
     return ctx.as_channels_last(product, label="conv")
-
-
-def _pointwise(ctx, X, W, B, win: Window):
-    """A 1x1 conv with stride 1 and no pads over a channels-last X (stored
-    ``Xs[n, h, w, c]``): the product of its pixels by the weights,
-    ``Yt[n, p, m] = B[m] + sum_c W[m, c] * Xs[n, p, c]`` over the ``p = h*W + w``, read
-    as they are (no packing; the weights are packed at compile time), viewed as the
-    channels-last ``Y[n, m, h, w]``. The sum runs over ``c`` in order after ``B``, as
-    the product over NCHW did."""
-    stored = ctx.channels_last(X)
-    n_size, h, w, c_size = stored.shape
-    m_size = W.shape[0]
-    pixels = ctx.view(stored, (n_size, h * w, c_size), label="conv_pixels")
-    weights = ctx.view(W, (m_size, c_size), label="conv_weights")
-    n, p, m, c = (Ix.var(k) for k in range(4))
-    init = Const(0.0) if B is None else Read(B.name, (m,))
-    product = ctx.reduce(out_shape=(n_size, h * w, m_size), init=init,
-                         extents=(n_size, h * w, m_size, c_size), out_index=(n, p, m),
-                         combiner="add", label="conv_pointwise",
-                         expr=Call("mul", (Read(weights.name, (m, c)),
-                                           Read(pixels.name, (n, p, c)))))
-    rows = ctx.view(product, (n_size, h, w, m_size), label="conv")
-    return ctx.as_channels_last(rows, label="conv")
 
 
 def _flat_grid(win: Window, columns: int = DIRECT_COLUMNS) -> tuple[int, int]:
