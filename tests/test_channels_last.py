@@ -136,17 +136,40 @@ def test_pooling_concat_and_residual_stay_channels_last():
 
 def test_mixed_layouts_read_through_the_view():
     """An Add of a channels-last tensor and the NCHW graph input stays NCHW (reading
-    the channels-last one through its view); a 1x1 conv to channels that are not a
-    multiple of 16 reads an NCHW copy (a product over pixels)."""
+    the channels-last one through its view); a 1x1 conv to 20 channels (32 would be
+    too many more) reads an NCHW copy (a product over pixels)."""
     net = Net(32, 9)
     a = net.conv("x", 32, 32, 3)
     s = net.node("Add", a, "x")
-    b = net.conv(net.node("Relu", a), 32, 24, 1)
+    b = net.conv(net.node("Relu", a), 32, 20, 1)
     model = net.model(s, b)
     graph = import_model(model)
     assert not stored(graph, "add")[0][1]  # no view: an NCHW Map
     assert "nchw" in {op.label for op in graph.ops}
     assert_matches(model, threads=1)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_conv_to_channels_short_of_whole_vectors_is_padded(threads):
+    """1x1 and 3x3 convs over channels-last data to 24 and 40 channels compute 32 and
+    48 (zero weights and bias beyond), stored channels-last; their ONNX values are
+    views of the first 24 and 40; the residual Add and the depthwise conv after them
+    stay channels-last (no NCHW copy)."""
+    net = Net(16, 11)
+    a = net.node("Relu", net.conv("x", 16, 32, 3))
+    b = net.conv(a, 32, 24, 1)
+    c = net.node("Add", net.conv(net.node("Relu", b), 24, 24, 3), b)
+    d = net.node("Relu", net.conv(c, 24, 24, 5, stride=2, group=24))
+    y = net.conv(d, 24, 40, 3)
+    model = net.model(y)
+    graph = import_model(model)
+    convs = [op for op in graph.ops if op.label == "conv_transposed"]
+    assert [op.out_shape[3] for op in convs] == [32, 32, 32, 48]
+    views = {op.src: op for op in graph.ops if isinstance(op, View)}
+    assert [graph.tensors[views[op.out].out].shape[1] for op in convs] == [32, 24, 24, 40]
+    assert "nchw" not in {op.label for op in graph.ops}
+    assert stored(graph, "add")[0][1] is not None and stored(graph, "depthwise_conv")[0][1]
+    assert_matches(model, threads=threads)
 
 
 def test_residual_add_after_a_pointwise_conv_is_a_pass_of_its_own():
@@ -171,3 +194,17 @@ def test_graph_output_that_is_also_read_on():
     a = net.node("Relu", net.conv("x", 8, 16, 3))
     y = net.conv(a, 16, 16, 3)
     assert_matches(net.model(a, y), threads=1)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_global_average_pool_of_channels_last_data_sums_along_channels(threads):
+    """GlobalAveragePool of a channels-last conv output (and ReduceMean over H, W): the
+    Reduce's loops are (n, h, w, c), and tiling keeps them in that order (Pluto puts
+    the parallel n, c outside, which reads with a stride of a row of channels)."""
+    net = Net(8, 13)
+    a = net.node("Relu", net.conv("x", 8, 48, 3))
+    g = net.node("GlobalAveragePool", a)
+    m = net.node("ReduceMean", net.node("Sigmoid", a), axes=[2, 3], keepdims=1)
+    compiled = assert_matches(net.model(g, m), threads=threads)
+    kept = [d for d in compiled.schedule.decisions if "program order" in d]
+    assert len(kept) == 2 and all("jumped by 48 elements" in d for d in kept), kept

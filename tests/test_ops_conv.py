@@ -222,6 +222,22 @@ def test_direct_conv_with_channels_in_the_lanes(case, threads):
     assert_compiled_matches(compiled, model)
 
 
+@pytest.mark.parametrize("bias", [True, False])
+def test_strided_conv_to_channels_short_of_whole_vectors_is_direct_and_padded(bias):
+    """A 3x3 stride-2 conv over an NCHW input to 24 channels (im2col before): direct,
+    over 32 channels with zero weights (and bias) beyond the 24, its output a view of
+    the first 24; results match onnxruntime."""
+    model = _conv_relu((1, 3, 33, 30), (24, 3, 3, 3), {"strides": [2, 2], "pads": [1] * 4},
+                       bias)
+    (product,) = [op for op in import_model(model).ops if isinstance(op, Reduce)]
+    assert product.extents == (1, 17, 15, 32, 3, 3, 3)
+    compiled = polyc.compile(model)
+    assert any(re.match(r"tiling: contraction S\d_conv_transposed_update: conv_weights\d* "
+                        r"packed into .* at compile time", d) for d in compiled.schedule.decisions)
+    assert "im2col" not in str(compiled.compilation.scop)
+    assert_compiled_matches(compiled, model)
+
+
 @pytest.mark.parametrize("channels, width, tile", [
     (16, 48, "16x16"), (32, 48, "8x32"), (48, 42, "7x32"), (80, 36, "6x32"), (64, 16, "8x32"),
     (32, 4, "2x32")])

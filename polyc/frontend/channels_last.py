@@ -80,10 +80,10 @@ def to_channels_last(expr: Expr) -> Expr:
     """``expr`` with the loop variables of ``(n, c, h, w)`` renamed to their positions
     in ``(n, h, w, c)`` (the Map's loops when it writes channels-last)."""
     if isinstance(expr, Read):
-        return Read(expr.tensor, tuple(_renamed(ix) for ix in expr.index), expr.outside,
+        return Read(expr.tensor, tuple(renamed(ix) for ix in expr.index), expr.outside,
                     expr.fill)
     if isinstance(expr, Lookup):
-        return Lookup(expr.tensor, tuple(_renamed(ix) for ix in expr.index), expr.axis,
+        return Lookup(expr.tensor, tuple(renamed(ix) for ix in expr.index), expr.axis,
                       to_channels_last(expr.at))
     if isinstance(expr, Call):
         return Call(expr.fn, tuple(to_channels_last(a) for a in expr.args))
@@ -91,5 +91,5 @@ def to_channels_last(expr: Expr) -> Expr:
     return expr
 
 
-def _renamed(ix: Ix) -> Ix:
+def renamed(ix: Ix) -> Ix:
     return Ix(tuple((_NHWC_VAR[v], coef) for v, coef in ix.terms), ix.const)

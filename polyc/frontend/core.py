@@ -319,7 +319,9 @@ class Reduce:
 class View:
     """``out`` is ``src`` seen through a reshape (row-major) or a transpose ``perm``.
 
-    For a transpose, ``out.shape[k] == src.shape[perm[k]]`` (numpy.transpose).
+    For a transpose, ``out.shape[k] == src.shape[perm[k]]`` (numpy.transpose), or
+    smaller: the view then keeps indices from 0 up to its shape (a direct conv's
+    output channels beyond the ONNX ones, :mod:`polyc.frontend.ops.conv`).
     """
 
     out: str

@@ -128,7 +128,7 @@ def _run(op: core.Op, values, shape: tuple[int, ...], dtype: np.dtype) -> np.nda
 
 def _view(op: View, src: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     if op.kind == "transpose":
-        return np.transpose(src, op.perm)
+        return np.transpose(src, op.perm)[tuple(slice(0, d) for d in shape)]
     return np.reshape(src, shape)
 
 

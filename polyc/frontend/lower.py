@@ -149,10 +149,15 @@ class LoweringContext:
         (:mod:`polyc.frontend.channels_last`), else None."""
         return self._channels_last.get(tensor.name)
 
-    def as_channels_last(self, stored: TensorInfo, *, label: str) -> TensorInfo:
-        """The [N, C, H, W] View of ``stored`` [N, H, W, C], known as channels-last."""
-        view = self.view(stored, channels_last.nchw(stored.shape), kind="transpose",
-                         perm=channels_last.TO_NCHW, label=label)
+    def as_channels_last(self, stored: TensorInfo, *, label: str,
+                         channels: int | None = None) -> TensorInfo:
+        """The [N, C, H, W] View of ``stored`` [N, H, W, C], known as channels-last;
+        of its first ``channels`` channels only when given."""
+        shape = channels_last.nchw(stored.shape)
+        if channels is not None:
+            shape = (shape[0], channels) + shape[2:]
+        view = self.view(stored, shape, kind="transpose", perm=channels_last.TO_NCHW,
+                         label=label)
         self._channels_last[view.name] = stored
         return view
 
@@ -190,6 +195,12 @@ class LoweringContext:
         out_shape = tuple(dim(d) for d in out_shape)
         if 0 in extents:
             return self.map(out_shape, init, label=label)
+        if channels_last.follows(tuple(extents), expr, self._channels_last.__contains__,
+                                 lambda t: self._tensors[t].shape):
+            # loops in (n, h, w, c) order: the reads move along the stored channels
+            extents = channels_last.nhwc(extents)
+            expr = channels_last.to_channels_last(expr)
+            out_index = tuple(channels_last.renamed(ix) for ix in out_index)
         op = Reduce(self.fresh(label), out_shape, init, tuple(dim(e) for e in extents),
                     tuple(out_index), combiner, expr, node=self._node.name, label=label)
         return self._emit(op, out_shape)

@@ -37,6 +37,7 @@ from polyc.tiling.overrides import Lookup, per_statement, tile_sizes
 from polyc.tiling.packing import pack, packable, packs_at_compile_time
 from polyc.tiling.rebuild import rebuild
 from polyc.tiling.rectangular import tile_bands
+from polyc.tiling.reduction import program_order_reductions
 
 
 def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
@@ -55,7 +56,9 @@ def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
     attached = {c.statement.name: _neighbours(result.schedule, c, attachable(scop, c))
                 for c, _ in contractions}
     skip = set(attached) | {a.statement.name for found in attached.values() for a in found}
-    schedule, notes = tile_bands(scop, result.schedule, sizes, skip=skip)
+    schedule, notes = program_order_reductions(scop, result.schedule, skip)
+    schedule, band_notes = tile_bands(scop, schedule, sizes, skip=skip)
+    notes += band_notes
     if contractions:
         scop, schedule, recipe_notes = _apply_recipe(scop, schedule, contractions, attached)
         notes = recipe_notes + notes
