@@ -208,3 +208,24 @@ def test_global_average_pool_of_channels_last_data_sums_along_channels(threads):
     compiled = assert_matches(net.model(g, m), threads=threads)
     kept = [d for d in compiled.schedule.decisions if "program order" in d]
     assert len(kept) == 2 and all("jumped by 48 elements" in d for d in kept), kept
+
+
+def test_detector_head_reshape_splits_channels_through_the_view():
+    """A detection conv to 3 x 25 channels (padded to 80), reshaped to [N, 3, 25, H, W],
+    transposed to [N, 3, H, W, 25] and squashed: the reshape only splits channels, so
+    it reads the channels-last conv output through its view (no NCHW copy), and the
+    Sigmoid, whose lane index 25*a + o would take a division in the register tile,
+    runs as a pass of its own; results match onnxruntime."""
+    net = Net(16, 10)
+    a = net.node("Relu", net.conv("x", 16, 32, 3))
+    h = net.conv(a, 32, 75, 1)
+    shape = "shape"
+    net.weights.append((shape, np.array([1, 3, 25, 10, 10], dtype=np.int64)))
+    r = net.node("Reshape", h, shape)
+    y = net.node("Sigmoid", net.node("Transpose", r, perm=[0, 1, 3, 4, 2]))
+    model = net.model(y)
+    assert "nchw" not in {op.label for op in import_model(model).ops}
+    for threads in (1, 2):
+        compiled = assert_matches(model, threads=threads)
+        notes = [d for d in compiled.schedule.decisions if d.startswith("tiling: contraction")]
+        assert len(notes) == 2 and not any("sigmoid" in d for d in notes), notes

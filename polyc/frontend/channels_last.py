@@ -18,12 +18,16 @@ of what they read (:meth:`polyc.frontend.lower.LoweringContext.map`):
   compile time), and a depthwise conv is a Map as above;
 - other ops read through the view (transposing reads), except a reshape that would
   need a division in its index (a Flatten of ``[N, C, H, W]``): it reads an NCHW copy.
+  A reshape that only splits channels (a detector head's ``[N, A*O, H, W]`` to
+  ``[N, A, O, H, W]``) reads through the view too (:func:`splits_channels`).
 
 A tensor with one channel or one pixel is the same in both orders and stays NCHW. Graph
 outputs are NCHW (the lowering's copy of an output that is a view).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from polyc.frontend.core import Call, Const, Expr, Ix, Lookup, Read, reads
 
@@ -49,6 +53,16 @@ def nhwc(shape) -> tuple:
 def nchw(stored) -> tuple:
     """The logical shape of a stored ``[N, H, W, C]``."""
     return (stored[0], stored[3], stored[1], stored[2])
+
+
+def splits_channels(shape, new_shape) -> bool:
+    """Whether reshaping ``[N, C, H, W]`` to ``new_shape`` only splits C (``[N, A, B,
+    H, W]`` with ``A*B = C``): through a channels-last view the index stays affine
+    (channel ``a*B + b`` of the stored row), with no division."""
+    middle = new_shape[1:-2]
+    return (len(new_shape) >= 4 and new_shape[0] == shape[0] and new_shape[-2:] == shape[2:]
+            and all(isinstance(d, int) for d in middle)
+            and int(np.prod(middle)) == shape[1])
 
 
 def follows(shape, expr: Expr, is_channels_last, shape_of) -> bool:

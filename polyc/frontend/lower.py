@@ -211,7 +211,9 @@ class LoweringContext:
         shape = tuple(dim(d) for d in shape)
         stored = self._channels_last.get(src.name) if kind == "reshape" else None
         if stored is not None and shape != src.shape:
-            src, stored = self.channels_first(src), None  # its index would need a division
+            if not channels_last.splits_channels(src.shape, shape):
+                src = self.channels_first(src)  # its index would need a division
+            stored = None
         op = View(self.fresh(label), src.name, kind, tuple(perm), node=self._node.name,
                   label=label)
         view = self._emit(op, shape)
