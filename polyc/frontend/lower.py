@@ -174,11 +174,16 @@ class LoweringContext:
             self._nchw_copies[tensor.name] = copy
         return copy
 
+    def _follows_channels_last(self, shape, expr: core.Expr) -> bool:
+        """Whether loops over ``shape`` computing ``expr`` are best in ``(n, h, w, c)``
+        order (:func:`channels_last.follows`)."""
+        return channels_last.follows(shape, expr, self._channels_last.__contains__,
+                                     lambda t: self._tensors[t].shape)
+
     def map(self, shape, expr: core.Expr, *, label: str) -> TensorInfo:
         """Emit ``out[i] = expr`` over ``shape``; the new tensor ``out``."""
         shape = tuple(dim(d) for d in shape)
-        if channels_last.follows(shape, expr, self._channels_last.__contains__,
-                                 lambda t: self._tensors[t].shape):
+        if self._follows_channels_last(shape, expr):
             stored = channels_last.nhwc(shape)
             op = Map(self.fresh(label), stored, channels_last.to_channels_last(expr),
                      node=self._node.name, label=label)
@@ -195,8 +200,7 @@ class LoweringContext:
         out_shape = tuple(dim(d) for d in out_shape)
         if 0 in extents:
             return self.map(out_shape, init, label=label)
-        if channels_last.follows(tuple(extents), expr, self._channels_last.__contains__,
-                                 lambda t: self._tensors[t].shape):
+        if self._follows_channels_last(tuple(extents), expr):
             # loops in (n, h, w, c) order: the reads move along the stored channels
             extents = channels_last.nhwc(extents)
             expr = channels_last.to_channels_last(expr)

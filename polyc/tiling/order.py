@@ -45,7 +45,7 @@ def access_strides(scop: Scop, band: isl.ScheduleNode) -> list[list[int]]:
         moving = moving_dims(statement.domain, scop)
         for access in (statement.write,) + statement.reads:
             coefs = access_coefficients(scop, access)
-            strides = None if coefs is None else _strides(rows, coefs, moving)
+            strides = None if coefs is None else member_strides(rows, coefs, moving)
             if strides is not None:
                 found.append(strides)
     return found
@@ -64,7 +64,8 @@ def moving_dims(domain: isl.Set, scop: Scop) -> list[int]:
             if not domain.dim_min_val(d).eq(domain.dim_max_val(d))]
 
 
-def _strides(rows: list[list[int]], coefs: list[int], moving: list[int]) -> list[int] | None:
+def member_strides(rows: list[list[int]], coefs: list[int], moving: list[int]
+                   ) -> list[int] | None:
     """Strides along the band members. A loop of one iteration is left out first: isl
     simplifies its row to zeros, which would make ``rows`` singular; a member whose
     row is zero moves nothing."""

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import islpy as isl
 
-from polyc.islutil import statement_names, union_maps
+from polyc.islutil import statement_names, union_maps, union_of
 from polyc.scheduler.graph import topological_sccs
-from polyc.scheduler.linalg import left_solve
 from polyc.scop.model import Scop, Statement
-from polyc.tiling.order import access_coefficients, band_rows, moving_dims
+from polyc.tiling.order import access_coefficients, band_rows, member_strides, moving_dims
 from polyc.tiling.rebuild import rebuild
 
 
@@ -34,12 +33,14 @@ def program_order_reductions(scop: Scop, schedule: isl.Schedule, keep: set[str]
     """``schedule`` with the outermost bands holding a strided reduction (see the
     module) in program order, except bands with a statement in ``keep`` (contractions
     and what their recipe takes in); a note per such reduction."""
-    scheduled = _innermost_strides(scop, schedule)
-    original = _innermost_strides(scop, scop.order)
-    reductions = _reductions(scop) - _reordered_by_tiling(schedule)
+    candidates = _reductions(scop) - _reordered_by_tiling(schedule)
+    if not candidates:
+        return schedule, []
+    domain = union_of(scop.ctx, (scop.statement(name).domain for name in candidates))
+    scheduled = _innermost_strides(scop, schedule.intersect_domain(domain))
+    original = _innermost_strides(scop, scop.order.intersect_domain(domain))
     chosen = {name for name, strides in scheduled.items()
-              if name in reductions and max(strides) > 1
-              and name in original and max(original[name]) <= 1}
+              if max(strides) > 1 and name in original and max(original[name]) <= 1}
     if not chosen:
         return schedule, []
 
@@ -79,13 +80,14 @@ def _reductions(scop: Scop) -> set[str]:
     """Statements that accumulate: the write is not injective, every read of the
     written array reads the element written, and no other statement is in a
     dependence cycle with it (a stencil's time-stepped updates are)."""
-    if scop.dependences is None:
+    accumulating = {s.name for s in scop.statements if _accumulates(s)}
+    if not accumulating or scop.dependences is None:
         return set()
     names = [s.name for s in scop.statements]
     edges = [(m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out))
              for m in union_maps(scop.dependences.all)]
     alone = {scc[0] for scc in topological_sccs(names, edges) if len(scc) == 1}
-    return {s.name for s in scop.statements if s.name in alone and _accumulates(s)}
+    return accumulating & alone
 
 
 def _accumulates(statement: Statement) -> bool:
@@ -105,22 +107,17 @@ def _innermost_strides(scop: Scop, schedule: isl.Schedule) -> dict[str, list[int
         moving = moving_dims(statement.domain, scop)
         if rows is None or not moving:
             continue
-        live = [row for row in rows if any(row[d] for d in moving)]
+        innermost = max((k for k, row in enumerate(rows) if any(row[d] for d in moving)),
+                        default=None)
+        if innermost is None:
+            continue
         strides = []
         for access in (statement.write,) + statement.reads:
             coefs = access_coefficients(scop, access)
-            stride = None if coefs is None else _along_last(live, coefs, moving)
-            if stride is not None:
-                strides.append(abs(stride))
+            along = None if coefs is None else member_strides(rows, coefs, moving)
+            if along is not None:
+                strides.append(abs(along[innermost]))
         if strides:
             found[statement.name] = strides
     return found
 
-
-def _along_last(rows: list[list[int]], coefs: list[int], moving: list[int]) -> int | None:
-    """The stride along the last of ``rows`` (one per moving loop, unimodular as
-    schedules of whole loops are), or None when the rows are not square."""
-    if len(rows) != len(moving):
-        return None
-    solved = left_solve([[row[d] for d in moving] for row in rows], [coefs[d] for d in moving])
-    return None if solved is None else solved[-1]

@@ -251,8 +251,9 @@ def _direct(ctx, X, W, B, win: Window):
     return ctx.as_channels_last(product, label="conv", channels=channels)
 
 
-def _whole_vectors(channels: int) -> int:
-    return -(-channels // DIRECT_CHANNELS) * DIRECT_CHANNELS
+def _whole_vectors(count, lanes: int = DIRECT_CHANNELS):
+    """``count`` rounded up to a multiple of ``lanes`` (symbolic: as it is)."""
+    return -(-count // lanes) * lanes if isinstance(count, int) else count
 
 
 def _more_channels(ctx, W, B, m_size: int):
@@ -355,7 +356,7 @@ def _product(ctx, col, weights, B, groups: int, out: tuple[int, ...]):
     n_size, _, p_size = col.shape
     m_size, q_size = weights.shape
     mg = m_size // groups
-    padded = _padded_columns(p_size)
+    padded = _whole_vectors(p_size, PRODUCT_COLUMNS)
     if padded > PRODUCT_MAX_WASTE * p_size or padded < PRODUCT_MIN_COLUMNS:
         if mg % PRODUCT_COLUMNS == 0:
             return _transposed_product(ctx, col, weights, B, groups, out)
@@ -401,13 +402,6 @@ def _flat_pixel(out: tuple[int, ...], first: int) -> Ix:
     for d in range(len(out) - 2, -1, -1):
         strides[d] = strides[d + 1] * out[d + 1]
     return Ix(tuple((first + d, stride) for d, stride in enumerate(strides)))
-
-
-def _padded_columns(p_size) -> int:
-    """``p_size`` rounded up to a multiple of :data:`PRODUCT_COLUMNS` (symbolic: as it is)."""
-    if not isinstance(p_size, int):
-        return p_size
-    return -(-p_size // PRODUCT_COLUMNS) * PRODUCT_COLUMNS
 
 
 def _depthwise(ctx, src, weights, B, win: Window, *, bounded: bool = False):
