@@ -100,3 +100,18 @@ def assert_matches_onnxruntime(model: onnx.ModelProto, seed: int = 0, inputs=Non
         np.testing.assert_allclose(actual[name], value, rtol=RTOL, atol=ATOL, err_msg=name)
         np.testing.assert_allclose(reference[name], value, rtol=RTOL, atol=ATOL, err_msg=name)
     return actual
+
+
+def untiled_contraction(model: onnx.ModelProto):
+    """The one contraction (:func:`polyc.tiling.contraction.match_contraction`) a band of
+    ``model``'s untiled schedule runs."""
+    from polyc.tiling.contraction import match_contraction
+
+    compiled = polyc.compile(model, tile=False, threads=1)
+    scop, tree = compiled.compilation.scop, compiled.schedule.schedule
+    found = []
+    tree.get_root().foreach_descendant_top_down(
+        lambda n: found.append(match_contraction(scop, n)) or True
+        if n.get_type().name == "band" else True)
+    (c,) = [f for f in found if f is not None]
+    return c

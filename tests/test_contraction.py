@@ -21,10 +21,9 @@ from polyc.scheduler import check_legality
 from polyc.scop.nest import LoopNest
 from polyc.scop.polybench import KERNELS
 from polyc.tiling.cache import Caches
-from polyc.tiling.contraction import match_contraction
 from polyc.tiling.microkernel import Blocking, choose_blocking
 
-from onnx_helpers import ATOL, RTOL, make_model, random_inputs, run_onnxruntime
+from onnx_helpers import ATOL, RTOL, make_model, random_inputs, run_onnxruntime, untiled_contraction
 
 SMALL = Blocking(mr=3, nr=32, mc=6, nc=64, kc=8)  # partial tiles on odd shapes
 
@@ -152,28 +151,12 @@ def test_operand_written_during_the_contraction_is_not_packed():
 
 
 def test_roles_of_a_batched_product():
-    compiled = polyc.compile(matmul_model(13, 7, 40, batch=(2,)), tile=False)
-    scop, tree = compiled.compilation.scop, compiled.schedule.schedule
-    found = []
-
-    def visit(node):
-        if node.get_type().name == "band":
-            found.append(match_contraction(scop, node))
-        return True
-
-    tree.get_root().foreach_descendant_top_down(visit)
-    (c,) = [f for f in found if f is not None]
+    c = untiled_contraction(matmul_model(13, 7, 40, batch=(2,)))
     assert (c.batch, c.i, c.j, c.k, c.extents) == ((0,), 1, 2, 3, (2, 13, 40, 7))
 
 
 def test_blocking_from_the_shape_and_caches():
-    compiled = polyc.compile(matmul_model(1024, 1024, 1024), tile=False, threads=1)
-    scop, tree = compiled.compilation.scop, compiled.schedule.schedule
-    found = []
-    tree.get_root().foreach_descendant_top_down(
-        lambda n: found.append(match_contraction(scop, n)) or True
-        if n.get_type().name == "band" else True)
-    (c,) = [f for f in found if f is not None]
+    c = untiled_contraction(matmul_model(1024, 1024, 1024))
     caches = Caches(48 * 1024, 2048 * 1024, 64 * 1024 ** 2)
     assert choose_blocking(c, caches) == Blocking(mr=6, nr=64, mc=126, nc=1024, kc=256)
 

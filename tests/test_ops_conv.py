@@ -18,8 +18,17 @@ import polyc
 from polyc.errors import ShapeError, UnsupportedOpError
 from polyc.frontend import import_model
 from polyc.frontend.core import Map, Reduce
+from polyc.tiling.cache import Caches
+from polyc.tiling.microkernel import choose_blocking
 
-from onnx_helpers import make_model, random_inputs, run_onnxruntime, run_polyc, run_reference
+from onnx_helpers import (
+    make_model,
+    random_inputs,
+    run_onnxruntime,
+    run_polyc,
+    run_reference,
+    untiled_contraction,
+)
 
 RTOL, ATOL = 1e-4, 1e-5
 OPTIONS = [{}, {"fuse": "none"}, {"tile": False}]
@@ -271,6 +280,22 @@ def test_direct_conv_on_threads_splits_its_channels(threads, nc, parallel):
     assert_compiled_matches(compiled, model)
 
 
+@pytest.mark.parametrize("channels, l2, kc", [(64, 2 << 20, 64), (96, 256 << 10, 32)])
+def test_direct_conv_reduces_over_few_equal_channel_blocks(channels, l2, kc):
+    """A direct conv's k blocks are all its input channels when a register tile's panel
+    of weights fits half of L2, else the fewest equal blocks that do (5x5 kernels, 32
+    columns: 96 channels take 307 KB, 3 blocks of 32 fit 128 KB)."""
+    model = _conv_relu((1, channels, 9, 9), (32, channels, 5, 5), {"pads": [2, 2, 2, 2]}, True)
+    c = untiled_contraction(model)
+    assert c.inner_size == 25 and c.size("k") == channels
+    block = choose_blocking(c, Caches(48 << 10, l2, 64 << 20))
+    assert (block.nr, block.kc) == (32, kc)
+    inputs = random_inputs(model, 0)  # float32 sums of 1600 and 2400 products: within
+    want = run_onnxruntime(model, inputs)["y"]  # 1e-4 of the largest output
+    np.testing.assert_allclose(polyc.compile(model).run(inputs)["y"], want, rtol=RTOL,
+                               atol=1e-4 * np.abs(want).max())
+
+
 def test_strided_direct_conv_reads_the_padded_input_two_pixel_loops():
     """A stride-2 7x7 conv (a CNN's stem): the padded copy of X spans the windows, and
     one Reduce over (n, oh, ow, m, c, kh, kw) reads it at (oh*2 + kh, ow*2 + kw)."""
@@ -496,21 +521,39 @@ def test_pool_options(case, options):
     assert_matches(single_node_model(op, x_shape, opset=opset, **attrs), **options)
 
 
-def test_pool_is_one_map_per_spatial_dim():
-    """Pooling is separable: one Map per spatial dim (the last first), its window's
-    elements combined in its body; only the offsets that may leave X are bounded."""
+def test_short_pool_window_is_one_map():
+    """A window of a few elements is combined in the body of one Map over the output,
+    in row-major order; only the elements that may leave X are bounded reads."""
     op, x_shape, attrs, opset = POOL_CASES["max_stride2_asymmetric_pads"]
     graph = import_model(single_node_model(op, x_shape, opset=opset, **attrs))
     maps = [op for op in graph.ops if isinstance(op, Map)]
-    assert [m.shape for m in maps] == [(2, 3, 7, 3), (2, 3, 4, 3)]
+    assert [m.shape for m in maps] == [(2, 3, 4, 3)]
     assert not any(isinstance(op, Reduce) for op in graph.ops)
-    width, height = ([r for r in _reads(m.expr)] for m in maps)  # the last dim first
-    assert len(width) == len(height) == 3
-    assert not any(r.bounded for r in width)  # its pads [0, 1] are never read with stride 2
-    # pads 1 and 2 on 7 rows, stride 2: offset -1 reads the top pad, offset 1 of the
-    # last window (row 7) the bottom one
-    assert [r.outside for r in height] == ["fill", "error", "fill"]
-    assert height[0].fill == float("-inf")
+    reads = list(_reads(maps[0].expr))
+    assert len(reads) == 9
+    # pads 1 and 2 on 7 rows, stride 2: row offset -1 reads the top pad, offset 1 of the
+    # last window (row 7) the bottom one; pads [0, 1] on the columns are never read
+    assert [r.outside for r in reads[::3]] == ["fill", "error", "fill"]
+    assert all(r.outside == reads[3 * (n // 3)].outside for n, r in enumerate(reads))
+    assert reads[0].fill == float("-inf")
+
+
+@pytest.mark.parametrize("kernel,shapes", [([8, 8], [(1, 2, 10, 3), (1, 2, 3, 3)]),
+                                           ([3, 20], None)])
+def test_larger_pool_window_is_one_pass_per_spatial_dim(kernel, shapes):
+    """Past 49 elements in all (or 16 along a dim) the window is pooled one spatial
+    dim at a time, the last first: a Map each, or a Reduce along a dim past 16."""
+    model = single_node_model("AveragePool", (1, 2, 10, 24), opset=11, kernel_shape=kernel,
+                              strides=[1, 8])
+    graph = import_model(model)
+    maps = [op for op in graph.ops if isinstance(op, Map) and op.label == "average_pool"]
+    reduces = [op for op in graph.ops if isinstance(op, Reduce)]
+    if shapes is not None:
+        assert [m.shape for m in maps] == shapes and not reduces
+    else:
+        assert [r.extents for r in reduces] == [(1, 2, 10, 1, 20)]
+        assert [m.shape for m in maps] == [(1, 2, 8, 1)]
+    assert_matches(model)
 
 
 def test_wide_pool_window_stays_a_reduce():
