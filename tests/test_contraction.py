@@ -311,10 +311,10 @@ def test_a_constant_operand_is_packed_at_compile_time(trans_b):
     names = {a.name: a for a in scop.arrays}
     assert "w" not in names and names["w_packed"].kind == "constant"
     packed = scop.constants["w_packed"]
-    assert packed.shape == (3, 29, 32)  # panels of 32 columns, k, lanes
+    assert packed.shape == (5, 29, 16)  # panels of 16 columns (one vector), k, lanes
     w = run_onnxruntime(model, {"a": np.eye(37, 29, dtype=np.float32)})["y"][:29]
-    np.testing.assert_array_equal(packed[2, :, 6:], 0)  # past column 70: zeros
-    np.testing.assert_array_equal(packed[1], w[:, 32:64])
+    np.testing.assert_array_equal(packed[4, :, 6:], 0)  # past column 70: zeros
+    np.testing.assert_array_equal(packed[1], w[:, 16:32])
     untiled = polyc.compile(model, tile=False, fast_math=False).run(inputs)["y"]
     exact = polyc.compile(model, blocking=SMALL, fast_math=False).run(inputs)["y"]
     np.testing.assert_array_equal(exact, untiled)
@@ -330,7 +330,7 @@ def test_a_constant_shared_by_a_batch_is_packed_at_compile_time_once():
     compiled = polyc.compile(model, blocking=SMALL)
     assert "w packed into w_packed at compile time" in contraction_notes(compiled)[0]
     scop = compiled.compilation.scop
-    assert scop.constants["w_packed"].shape == (2, 7, 32)  # panels, k, lanes: no batch
+    assert scop.constants["w_packed"].shape == (3, 7, 16)  # panels, k, lanes: no batch
     expected = run_onnxruntime(model, inputs)["y"]
     np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
 

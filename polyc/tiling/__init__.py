@@ -82,7 +82,7 @@ def _contractions(scop: Scop, schedule: isl.Schedule, blockings: Lookup, paralle
                     c, host_caches(), parallel=parallel)
                 if c.size("i") >= block.mr and c.size("j") >= block.nr and (
                         not c.inner or c.b_contiguous
-                        or packs_at_compile_time(scop, c, block.nr)):
+                        or packs_at_compile_time(scop, c)):
                     found.append((c, block))
         return True
 

@@ -2,7 +2,8 @@
 register tile of vector accumulators (the loop structure of BLIS / GotoBLAS).
 
 For ``C[i, j] += A[i, k] * Bp[j/nr, k, j%nr]``, its packing copy ``P`` (none when B
-is a constant, packed at compile time), and the
+is a constant, packed at compile time in panels of 16 columns: ``Bp[j/16, k, j%16]``),
+and the
 statements attached to its tiles (:mod:`polyc.tiling.epilogue`: the init ``I`` of C
 and an elementwise ``E`` reading C)::
 
@@ -197,7 +198,7 @@ def recipe_schedule(packed: Packed, block: Blocking,
     at compile time, and the statements ``attached`` to its register tiles)."""
     c, copy = packed.contraction, packed.copy
     s_space = c.statement.domain.get_space()
-    nb, nr = len(c.batch), packed.nr
+    nb, panel = len(c.batch), packed.nr
     s = lambda d: variable(s_space, d)  # noqa: E731
 
     i, j, k = s(c.i), s(c.j), s(c.k)
@@ -219,7 +220,7 @@ def recipe_schedule(packed: Packed, block: Blocking,
     shared = [] if copy is not None else list(c.shared_batch)
     outer = [d for d in c.batch if d not in shared]
     tile_tree = _band(tile_tree, parts, [s(d) for d in shared]
-                      + [_div(i, block.mc), _div(i, block.mr), _div(j, nr)])
+                      + [_div(i, block.mc), _div(i, block.mr), _div(j, block.nr)])
     band = tile_tree.get_root().child(0)
     for member in range(len(shared) + 2):  # batches, row and column blocks of C: no
         band = band.band_member_set_coincident(member, 1)  # dependence crosses them
@@ -233,7 +234,7 @@ def recipe_schedule(packed: Packed, block: Blocking,
         tree = _copy_tree(packed).sequence(band.get_schedule())
         p_space = copy.domain.get_space()
         p = lambda d: variable(p_space, d)  # noqa: E731
-        p_j = p(nb).scale_val(_val(p_space, nr)).add(p(nb + 2))
+        p_j = p(nb).scale_val(_val(p_space, panel)).add(p(nb + 2))
         rows = [row.union_add(_union(copy.domain, p(n))) for n, row in enumerate(rows[:nb])] \
             + [rows[nb].union_add(_union(copy.domain, _div(p_j, block.nc)))]
         k_blocks = k_blocks.union_add(_union(copy.domain, _div(p(nb + 1), block.kc)))
