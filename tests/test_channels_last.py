@@ -229,3 +229,19 @@ def test_detector_head_reshape_splits_channels_through_the_view():
         compiled = assert_matches(model, threads=threads)
         notes = [d for d in compiled.schedule.decisions if d.startswith("tiling: contraction")]
         assert len(notes) == 2 and not any("sigmoid" in d for d in notes), notes
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_padded_copy_of_many_channels_has_a_longer_pixel_pitch(threads):
+    """A 3x3 conv's padded copy of channels-last data with 128 channels holds 144 per
+    pixel (the last 16 zeros the conv never reads), so that a register tile's pixels do
+    not share cache sets; 96 channels stay 96. Both stride 1 and 2 match onnxruntime."""
+    net = Net(8, 9)
+    a = net.node("Relu", net.conv("x", 8, 128, 3))
+    b = net.node("Relu", net.conv(a, 128, 96, 3, stride=2))
+    y = net.conv(b, 96, 32, 3)
+    model = net.model(y)
+    pads = stored(import_model(model), "conv_pad")  # the first of x, NCHW
+    assert [(op.shape, view and view.kind) for op, view in pads] == [
+        ((1, 8, 11, 11), None), ((1, 11, 11, 144), "transpose"), ((1, 7, 7, 96), "transpose")]
+    assert_matches(model, threads=threads)
