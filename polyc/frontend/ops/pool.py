@@ -13,6 +13,7 @@ Averages divide the sum by the window's element count per output position, a pro
 over the dims of 1-D counts (a constant where it does not vary). Global pools are
 reductions over every spatial dim.
 """
+
 from __future__ import annotations
 
 import itertools
