@@ -35,7 +35,14 @@ import numpy as np
 from polyc.frontend.core import Call, Const, Ix, Read, identity_index
 from polyc.frontend.ops.indexing import size
 from polyc.frontend.ops.registry import onnx_op
-from polyc.frontend.ops.window import AUTO_PADS, Window, padded_read, spatial_attribute, window
+from polyc.frontend.ops.window import (
+    AUTO_PADS,
+    Window,
+    padded_read,
+    spatial_attribute,
+    tap_read,
+    window,
+)
 
 # Depthwise kernels of at most this many positions (7x7) are summed in one statement.
 UNROLLED_KERNEL = 49
@@ -459,12 +466,7 @@ def _depthwise_map(ctx, src, weights, B, win: Window, *, taps_last: bool = True)
     n_size, c_size = src.shape[:2]
     total = Const(0.0) if B is None else Read(B.name, (Ix.var(1),))
     for position in itertools.product(*(range(k) for k in win.kernel)):
-        index = tuple(Ix(((2 + d, win.strides[d]),), k * win.dilations[d] - win.begin[d])
-                      for d, k in enumerate(position))
-        inside = all(0 <= k * win.dilations[d] - win.begin[d] and
-                     (win.out[d] - 1) * win.strides[d] + k * win.dilations[d] - win.begin[d]
-                     < src.shape[2 + d] for d, k in enumerate(position))
-        x = Read(src.name, identity_index(2) + index, *(() if inside else ("fill", 0.0)))
+        x = tap_read(src, win, dict(enumerate(position)), 0.0)
         taps = tuple(Ix.constant(k) for k in position)
         w = Read(weights.name, (Ix.var(1),) + taps if taps_last else taps + (Ix.var(1),))
         total = Call("add", (total, Call("mul", (x, w))))

@@ -22,7 +22,7 @@ import math
 from polyc.frontend.core import COMBINERS, Call, Const, Ix, Read, identity_index
 from polyc.frontend.ops.reduce import mean_over, reduce_over
 from polyc.frontend.ops.registry import onnx_op
-from polyc.frontend.ops.window import Window, window
+from polyc.frontend.ops.window import Window, tap_read, window
 
 NEG_INF = float("-inf")
 # Windows of at most this many elements along a dim are combined in one statement,
@@ -168,10 +168,9 @@ def _pool(ctx, X, win: Window, combiner: str, fill: float, label: str, first=Non
     last dim first), a Map or a Reduce; ``first`` maps the elements of X as they are
     first read."""
     dims = [d for d in range(win.rank) if not _trivial(win, d, X.shape[2 + d])]
-    mapped = first if first is not None else (lambda read: read)
     if dims and all(win.kernel[d] <= UNROLLED_WINDOW for d in dims) and \
             math.prod(win.kernel[d] for d in dims) <= WINDOW_ELEMENTS:
-        return _pool_map(ctx, X, win, dims, combiner, fill, label, mapped)
+        return _pool_map(ctx, X, win, dims, combiner, fill, label, first or (lambda read: read))
     current = X
     for d in reversed(dims):
         axis = 2 + d
@@ -213,14 +212,7 @@ def _pool_map(ctx, src, win: Window, dims: list[int], combiner: str, fill: float
         shape[2 + d] = win.out[d]
     total = Const(COMBINERS[combiner])
     for offsets in itertools.product(*(range(win.kernel[d]) for d in dims)):
-        index = list(identity_index(len(shape)))
-        inside = True
-        for d, k in zip(dims, offsets):
-            axis, offset = 2 + d, k * win.dilations[d] - win.begin[d]
-            index[axis] = Ix(((axis, win.strides[d]),), offset)
-            inside = inside and 0 <= offset and \
-                (win.out[d] - 1) * win.strides[d] + offset < src.shape[axis]
-        read = Read(src.name, tuple(index), *(() if inside else ("fill", fill)))
+        read = tap_read(src, win, dict(zip(dims, offsets)), fill)
         total = Call(combiner, (total, mapped(read)))
     return ctx.map(tuple(shape), total, label=label)
 

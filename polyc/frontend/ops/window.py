@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from polyc.frontend.core import Ix, Read
+from polyc.frontend.core import Ix, Read, identity_index
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -127,3 +127,18 @@ def padded_read(tensor, win: Window, out_var: int, kernel_var: int, lead: tuple[
     if not bounded and win.inside(tensor.shape[len(lead):]):
         return Read(tensor.name, index)
     return Read(tensor.name, index, "fill", fill)
+
+
+def tap_read(src, win: Window, position: dict[int, int], fill: float) -> Read:
+    """``src[n, c, .., o*s + k*d - begin, ..]`` at the kernel offset ``k = position[d]``
+    of each spatial dim ``d`` in ``position`` (the other dims read by the output's own
+    loop variables): a bounded read (``fill`` outside) only when some window leaves
+    ``src`` at that offset."""
+    index = list(identity_index(len(src.shape)))
+    inside = True
+    for d, k in position.items():
+        offset = k * win.dilations[d] - win.begin[d]
+        index[2 + d] = Ix(((2 + d, win.strides[d]),), offset)
+        inside = inside and 0 <= offset and \
+            (win.out[d] - 1) * win.strides[d] + offset < src.shape[2 + d]
+    return Read(src.name, tuple(index), *(() if inside else ("fill", fill)))
