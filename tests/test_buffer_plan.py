@@ -165,12 +165,14 @@ def test_an_elementwise_statement_writes_into_the_temporary_it_reads(tmp_path):
     assert f"in place: {done.statement} writes it into {done.buffer}" in str(plan)
 
 
-@pytest.mark.parametrize("make", [mlp_with_residual, transposed_relu])
-def test_no_write_in_place_where_the_old_value_is_still_needed(make):
+@pytest.mark.parametrize("make, kept", [(mlp_with_residual, "h"), (transposed_relu, "h")])
+def test_no_write_in_place_where_the_old_value_is_still_needed(make, kept):
     model = make()
     inputs = random_inputs(model, seed=2)
     compiled = polyc.compile(model)
-    assert not compiled.compilation.plan.in_place
+    in_place = compiled.compilation.plan.in_place
+    assert kept in compiled.compilation.plan.scratch
+    assert all(kept not in (done.array, done.buffer) for done in in_place), in_place
     np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
                                rtol=RTOL, atol=ATOL)
 
@@ -194,3 +196,36 @@ def test_resnet18_shares_scratch(tmp_path):
 @pytest.mark.slow
 def test_squeezenet_shares_scratch(tmp_path):
     real_model_case("squeezenet", tmp_path)
+
+
+def softmax_then_matmul(n: int = 64):
+    """Outputs ``y = softmax(x @ W)`` and ``z = relu(x @ W) @ W``: Softmax's last pass
+    writes the graph output reading its exponentials; ``z``'s product reads a temporary
+    that the Relu could write into an output were it not read again."""
+    rng = np.random.default_rng(8)
+    w = (rng.standard_normal((n, n)) / 8).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Softmax", ["h"], ["y"], axis=-1),
+             helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Add", ["r", "x"], ["a"]),
+             helper.make_node("MatMul", ["r", "w"], ["m"]),
+             helper.make_node("Add", ["m", "a"], ["z"])]
+    return make_model(nodes, [("x", [n, n])], [("y", [n, n]), ("z", [n, n])],
+                      initializers=[("w", w)])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_temporary_read_by_the_last_pass_lives_in_the_graph_output(tmp_path, threads):
+    """Softmax's exponentials are stored in its output (the last pass divides them in
+    place there), not in scratch: the plan says so, and JIT and artifact match
+    onnxruntime."""
+    model = softmax_then_matmul()
+    inputs = random_inputs(model, seed=4)
+    compiled = assert_jit_and_artifact_match(model, inputs, run_onnxruntime(model, inputs),
+                                             tmp_path / "softmax.so", threads=threads)
+    plan = compiled.compilation.plan
+    into_y = [done for done in plan.in_place if done.buffer == "y"]
+    assert [done.statement.split("_", 1)[1] for done in into_y] == ["softmax_exp"]
+    assert f"y: {into_y[0].array} (" in str(plan)
+    assert plan.scratch_bytes < plan.unshared_bytes
+    assert all(done.buffer != "z" or done.array != "r" for done in plan.in_place)

@@ -17,7 +17,12 @@ A statement ``S: t2[w(s)] = f(.., t1[r(s)], ..)`` may store ``t2`` in ``t1``'s m
   iterations of a parallel loop is refused).
 
 Then a cell holds ``t1``'s element until ``S`` reads it and ``t2``'s from the store in
-the same instance on. Nothing is renamed: each array keeps its shape and accesses, and
+the same instance on.
+
+The other way round, when ``t2`` is a graph output (the caller's array, of static size)
+and the rest holds, ``t1`` and every array in its memory are stored in ``t2``'s memory
+instead: Softmax's exponentials go into its output, which the last pass divides in
+place, instead of scratch the size of the output. Nothing is renamed: each array keeps its shape and accesses, and
 :attr:`polyc.codegen.ast.LoopProgram.storage` says which memory it uses, so code
 generation passes one pointer, once, to each function for arrays in one memory (two
 ``noalias`` parameters never point to the same memory), and buffer planning sees one
@@ -58,12 +63,18 @@ def write_in_place(scop: Scop, schedule: isl.Schedule) -> tuple[Scop, tuple[InPl
     needs among its dependences, and what was done."""
     times, done = schedule.get_map(), {}
     for statement in scop.statements:
-        found = _legal_buffer(scop, statement, done, schedule, times)
-        if found is None:
-            continue
-        buffer, hazards = found
         array = statement.write.array
-        done[array] = InPlace(statement.name, array, buffer, scop.array(array).nbytes)
+        found = _legal_buffer(scop, statement, done, schedule, times)
+        if found is not None:
+            buffer, hazards = found
+            done[array] = InPlace(statement.name, array, buffer, scop.array(array).nbytes)
+        else:
+            found = _legal_output(scop, statement, done, schedule, times)
+            if found is None:
+                continue
+            memory, hazards = found
+            for name in _sharing(done, memory):
+                done[name] = InPlace(_writer(scop, name), name, array, scop.array(name).nbytes)
         scop = replace(scop, dependences=_union(scop.dependences, hazards))
     return scop, tuple(done.values())
 
@@ -73,6 +84,8 @@ def _legal_buffer(scop: Scop, statement: Statement, done: Mapping[str, InPlace],
                   ) -> tuple[str, Dependences] | None:
     """The first memory ``statement`` may write into under ``schedule``, and the orders
     that needs; None if there is none."""
+    if not _static_temp(scop, statement.write.array):
+        return None
     for source in _sources(scop, statement):
         buffer = done[source].buffer if source in done else source
         if scop.array(statement.write.array).nbytes > scop.array(buffer).nbytes:
@@ -83,9 +96,33 @@ def _legal_buffer(scop: Scop, statement: Statement, done: Mapping[str, InPlace],
     return None
 
 
+def _legal_output(scop: Scop, statement: Statement, done: Mapping[str, InPlace],
+                  schedule: isl.Schedule, times: isl.UnionMap
+                  ) -> tuple[str, Dependences] | None:
+    """When ``statement`` writes a graph output: the first memory of a temporary it
+    reads that may move into the output's (that memory's own array), and the orders
+    that needs; None if there is none."""
+    output = scop.array(statement.write.array)
+    if output.kind != "output" or output.symbolic:
+        return None
+    for source in _sources(scop, statement):
+        memory = done[source].buffer if source in done else source
+        if scop.array(memory).kind != "temp" or scop.array(memory).nbytes > output.nbytes:
+            continue  # (a memory already in an output stays there)
+        hazards = _hazards(scop, statement, _sharing(done, memory))
+        if _respected(scop, hazards, schedule, times):
+            return memory, hazards
+    return None
+
+
 def storage(done: tuple[InPlace, ...]) -> dict[str, str]:
     """``{array: the temporary whose memory it uses}`` for :class:`LoopProgram`."""
     return {d.array: d.buffer for d in done}
+
+
+def _writer(scop: Scop, array: str) -> str:
+    """The first statement that writes ``array``."""
+    return next(s.name for s in scop.statements if s.write.array == array)
 
 
 def _sharing(done: Mapping[str, InPlace], buffer: str) -> set[str]:
@@ -106,7 +143,7 @@ def _respected(scop: Scop, hazards: Dependences, schedule: isl.Schedule,
 def _sources(scop: Scop, statement: Statement) -> list[str]:
     """The temporaries ``statement`` may write into, from its accesses alone."""
     target = statement.write.array
-    if not _static_temp(scop, target) or not _plain(statement.write):
+    if not _plain(statement.write):
         return []
     if any(s.write.array == target for s in scop.statements if s is not statement):
         return []

@@ -51,7 +51,8 @@ class BufferPlan:
     # temp in ``scratch`` with a memory of its own -> its bytes and the parts its memory
     # lives in (None: never accessed)
     lifetimes: Mapping[str, Lifetime | None] = field(default_factory=dict)
-    in_place: tuple[InPlace, ...] = ()  # temps written into another's memory
+    # temps written into another's memory (a temporary's, or a graph output's)
+    in_place: tuple[InPlace, ...] = ()
 
     @property
     def unshared_bytes(self) -> int:
@@ -67,8 +68,10 @@ class BufferPlan:
 
     def __str__(self) -> str:
         lines = [f"params: {', '.join(self.inputs + self.outputs + ('scratch',) + self.params)}"]
-        lines += [f"scratch+{off}: {name} ({self._describe(name)})"
-                  for name, off in sorted(self.scratch.items(), key=lambda item: item[::-1])]
+        outside = {d.array: d.buffer for d in self.in_place if d.buffer not in self.scratch}
+        lines += [f"{outside.get(name, f'scratch+{off}')}: {name} ({self._describe(name)})"
+                  for name, off in sorted(self.scratch.items(),
+                                          key=lambda item: (item[0] in outside, item[::-1]))]
         lines += [f"scratch+(run time): {name}" for name in self.symbolic]
         lines.append(f"scratch bytes: {self.scratch_bytes} ({self.unshared_bytes} without reuse)"
                      + (f" + the symbolic temporaries ({SCRATCH_FUNCTION})"
