@@ -114,7 +114,7 @@ def test_depthwise_taps_outside_the_input_load_at_an_address_inside_it():
     """A tap of a channels-last depthwise conv is inside the input for all its lanes
     (channels) or for none, so its masked load is addressed at the clamped pixel, never
     before or after the array: a masked load whose lanes lie in a page not yet touched
-    takes a microcode assist at every call (efficientnet's 5x5 depthwise convs ran 13x
+    takes a microcode assist at every call (efficientnet's depthwise convs ran 30x
     slower when their input was the first temporary of scratch, depending on where
     numpy put the scratch). Only the graph input's padded copy, whose lanes run along
     a row and may start before it, keeps an address outside (a plain GEP)."""

@@ -481,7 +481,7 @@ class _LoopEmitter:
         or none (a channels-last tap: lanes are channels) loads at the clamped offset,
         inside the array: a masked load whose lanes lie in a page not yet touched (before
         the first temporary of scratch) takes a microcode assist at every call (a 5x5
-        depthwise conv 13x slower). Otherwise at the unclamped offset of the first lane."""
+        depthwise conv 30x slower). Otherwise at the unclamped offset of the first lane."""
         b = self.builder
         instance = self.program.instance(lanes.user)
         access = instance.statement.reads[k]
