@@ -129,6 +129,17 @@ def test_depthwise_taps_outside_the_input_load_at_an_address_inside_it():
     assert outside <= {"x"}, outside
 
 
+def test_depthwise_conv_over_few_pixels_runs_its_border_without_guards():
+    """At 7x7 a 5x5 window's interior is 9 of 49 pixels: the border is split into the
+    24 parts where each tap is inside or not (polyc.tiling.borders), none guarded."""
+    net = Net(16, 7)
+    a = net.node("Relu", net.conv("x", 16, 32, 3))
+    d = net.node("Relu", net.conv(a, 32, 32, 5, group=32))
+    compiled = assert_matches(net.model(net.conv(d, 32, 16, 1)), threads=1)
+    assert any("interior rows split from 24 border parts" in decision
+               for decision in compiled.schedule.decisions), compiled.schedule.decisions
+
+
 def test_pooling_concat_and_residual_stay_channels_last():
     """MaxPool's window passes, a residual Add and a Concat along channels of
     channels-last tensors are channels-last Maps; a 1x1 stride-2 conv reads the Concat
