@@ -166,6 +166,33 @@ def test_jit_outputs_are_fresh_arrays(jit_model):
     np.testing.assert_array_equal(first["y"], second["y"])
 
 
+@pytest.mark.parametrize("runner", ["jit", "artifact"])
+def test_outputs_nothing_references_are_reused(runner, jit_model, artifact_path):
+    """A call writes into the previous call's output arrays (same thread) only when no
+    caller holds them, a view of them or the dict they came in; every result is
+    right and an array the caller holds never changes."""
+    model = jit_model if runner == "jit" else polyc.load(artifact_path)
+    inputs = [random_inputs(seed) for seed in range(6, 10)]
+    held = model.run(inputs[0])
+    kept = held["y"].copy()
+    second = model.run(inputs[1])  # the dict of the first call is held: new arrays
+    assert second["y"] is not held["y"]
+    assert_matches(second, inputs[1])
+    np.testing.assert_array_equal(held["y"], kept)
+    address = second["y"].ctypes.data
+    del second
+    third = model.run(inputs[2])  # nothing held the second call's arrays: reused
+    assert third["y"].ctypes.data == address
+    assert_matches(third, inputs[2])
+    view = third["y"][3:]
+    del third
+    fourth = model.run(inputs[3])  # a view of the third call's y is held: a new y
+    assert fourth["y"].ctypes.data != address
+    assert_matches(fourth, inputs[3])
+    np.testing.assert_allclose(view, expected(inputs[2])["y"][3:], rtol=RTOL, atol=1e-6)
+    np.testing.assert_array_equal(held["y"], kept)
+
+
 # --- input checks -----------------------------------------------------------------------
 
 
