@@ -166,6 +166,18 @@ def test_jit_outputs_are_fresh_arrays(jit_model):
     np.testing.assert_array_equal(first["y"], second["y"])
 
 
+def test_read_only_and_offset_inputs_are_read_where_they_are(jit_model):
+    """Inputs are passed by the address of their first element, however numpy holds
+    them: a read-only array, a view starting inside another's buffer."""
+    inputs = random_inputs(11)
+    inputs["x"].setflags(write=False)
+    padded = np.concatenate([np.zeros(7, np.float32), inputs["w"].reshape(-1)])
+    inputs["w"] = padded[7:].reshape(4, N // 4)
+    assert_matches(jit_model.run(inputs), inputs)
+    for array in (inputs["x"], inputs["w"], np.empty(0, np.float32)):
+        assert abi.data_address(array) == array.ctypes.data
+
+
 @pytest.mark.parametrize("runner", ["jit", "artifact"])
 def test_outputs_nothing_references_are_reused(runner, jit_model, artifact_path):
     """A call writes into the previous call's output arrays (same thread) only when no

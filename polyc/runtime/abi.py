@@ -155,6 +155,20 @@ def check_arrays(specs: tuple[TensorSpec, ...], inputs: Mapping,
             for spec in specs]
 
 
+def _matches_exactly(specs: tuple[TensorSpec, ...], inputs) -> bool:
+    """Whether ``inputs`` is a dict of exactly the arrays ``specs`` describe (a quick
+    test that never raises: anything else goes through :func:`check_arrays`, which
+    says what is wrong)."""
+    if type(inputs) is not dict or len(inputs) != len(specs):
+        return False
+    for spec in specs:
+        array = inputs.get(spec.name)
+        if (type(array) is not np.ndarray or array.shape != spec.shape
+                or array.dtype != spec.dtype or not array.flags.c_contiguous):
+            return False
+    return True
+
+
 def check_array(spec: TensorSpec, array) -> np.ndarray:
     """``array`` itself if it matches ``spec``; otherwise ``InputError`` saying how it differs."""
     name = spec.name
@@ -170,6 +184,16 @@ def check_array(spec: TensorSpec, array) -> np.ndarray:
         raise InputError(f"input '{name}' is not C-contiguous; "
                          f"pass np.ascontiguousarray({name}) instead")
     return array
+
+
+def data_address(array: np.ndarray) -> int:
+    """The address of a C-contiguous ``array``'s first element: through a ctypes view
+    of its buffer (0.37 us), else (read-only or empty) ``array.ctypes.data`` (1.7 us,
+    twice per call of a model with one input and one output)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    except (TypeError, ValueError):
+        return array.ctypes.data
 
 
 def aligned_empty(nbytes: int, alignment: int = SCRATCH_ALIGNMENT) -> np.ndarray:
@@ -279,9 +303,14 @@ class Runner:
         n_args = len(self.inputs) + len(self.outputs) + 1
         self._function = entry_function(address, n_args, len(self.params))
         self._per_thread = threading.local()
+        # no parameters and no output with an initial value: run's fast path
+        self._plain = not self.params and not any(s.init for s in self.outputs)
+        self._output_names = [spec.name for spec in self.outputs]
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Check ``inputs``, run the compiled code, return fresh outputs in graph order."""
+        if self._plain and _matches_exactly(self.inputs, inputs):
+            return self._run_checked([inputs[spec.name] for spec in self.inputs])
         accepted = self._accepted
         values: dict[str, int] = {}
         if self.params:
@@ -293,12 +322,21 @@ class Runner:
         given = {spec.name: array for spec, array in zip(accepted, checked)}
         arrays = [given[spec.name] for spec in self.inputs]
         kept = self._per_thread.__dict__.setdefault("outputs", {})
-        outputs = [_output_buffer(spec.bound(values), given.get(spec.name), kept)
+        outputs = [_output_buffer(spec.bound(values) if values else spec,
+                                  given.get(spec.name), kept)
                    for spec in self.outputs]
-        pointers = [array.ctypes.data for array in arrays + outputs]
+        pointers = [data_address(array) for array in arrays + outputs]
         arguments = [values[p] for p in self.params]
         self._function(*pointers, self._scratch_address(arguments), *arguments)
         return {spec.name: array for spec, array in zip(self.outputs, outputs)}
+
+    def _run_checked(self, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+        """:meth:`run` for a model without parameters or initial outputs, on inputs
+        that match their specs (in the manifest's order)."""
+        kept = self._per_thread.__dict__.setdefault("outputs", {})
+        outputs = [_output_buffer(spec, None, kept) for spec in self.outputs]
+        self._function(*map(data_address, arrays + outputs), self._scratch_address(()))
+        return dict(zip(self._output_names, outputs))
 
     __call__ = run
 
