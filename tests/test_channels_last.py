@@ -140,6 +140,29 @@ def test_depthwise_conv_over_few_pixels_runs_its_border_without_guards():
                for decision in compiled.schedule.decisions), compiled.schedule.decisions
 
 
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_upsampled_neck_and_its_concat_stay_channels_last(mode):
+    """A detector neck: a channels-last image upsampled (Resize resamples it as stored,
+    channels in the lanes) and concatenated along channels with another; the Concat is
+    split where each input's guard holds throughout (polyc.tiling.borders), so
+    neither part tests a guard."""
+    net = Net(16, 16)
+    small = net.node("Relu", net.conv("x", 16, 32, 3, stride=2))
+    net.weights.append(("scales", np.array([1, 1, 2, 2], dtype=np.float32)))
+    up = net.node("Resize", small, "", "scales", mode=mode)
+    side = net.node("Relu", net.conv("x", 16, 32, 3))
+    both = net.node("Concat", up, side, axis=1)
+    model = net.model(net.conv(both, 64, 16, 3))
+    graph = import_model(model)
+    assert all(view is not None for _, view in stored(graph, "resize"))
+    ((concat, view),) = stored(graph, "concat")
+    assert concat.shape == (1, 16, 16, 64) and view is not None
+    for threads in (1, 2):
+        compiled = assert_matches(model, threads=threads)
+        assert any("concat: split into 2 parts" in decision
+                   for decision in compiled.schedule.decisions), compiled.schedule.decisions
+
+
 def test_pooling_concat_and_residual_stay_channels_last():
     """MaxPool's window passes, a residual Add and a Concat along channels of
     channels-last tensors are channels-last Maps; a 1x1 stride-2 conv reads the Concat

@@ -16,6 +16,7 @@ of what they read (:meth:`polyc.frontend.lower.LoweringContext.map`):
 - a conv over a channels-last input to a multiple of 16 channels reads it as it is
   (:mod:`polyc.frontend.ops.conv`: a 1x1 conv is direct too, its weights packed at
   compile time), and a depthwise conv is a Map as above;
+- a Resize of the pixels alone resamples the stored tensor (:mod:`polyc.frontend.ops.resize`);
 - other ops read through the view (transposing reads), except a reshape that would
   need a division in its index (a Flatten of ``[N, C, H, W]``): it reads an NCHW copy.
   A reshape that only splits channels (a detector head's ``[N, A*O, H, W]`` to

@@ -66,26 +66,39 @@ def _split(scop: Scop, node: isl.ScheduleNode, notes: list[str]) -> isl.Schedule
         return node
     domain = node.get_domain()
     rows = _masked_lanes(scop, statements)
-    interior = union_of(scop.ctx, (_interior(s, rows) for s in statements))
-    interior = interior.intersect(domain)
-    border = domain.subtract(interior)
-    if interior.is_empty() or border.is_empty():
+    interior, border = _parts(scop, statements, domain, rows)
+    if rows and border.is_empty():  # guards along the lanes alone (a Concat of channels)
+        rows = False
+        interior, border = _parts(scop, statements, domain, rows)
+    if border.is_empty():
         return node
     deps = scop.dependences.all.intersect_domain(domain).intersect_range(domain)
     if not deps.is_empty():
         return node
-    small = _share(interior, domain) < MIN_INTERIOR
+    small = interior.is_empty() or _share(interior, domain) < MIN_INTERIOR
     cells = _cells(border, statements, rows, MAX_SMALL_CELLS if small else MAX_CELLS)
     if len(cells) == 1 and small:
         return node  # (a guarded border, for a small interior)
-    filters = isl.UnionSetList.alloc(scop.ctx, 1 + len(cells)).add(interior)
-    for cell in cells:
-        filters = filters.add(cell)
+    parts = ([] if interior.is_empty() else [interior]) + cells
+    filters = isl.UnionSetList.alloc(scop.ctx, len(parts))
+    for part in parts:
+        filters = filters.add(part)
     what = "interior rows" if rows else "interior"
-    notes.append(f"{', '.join(names)}: {what} split from {len(cells)} border "
-                 f"part{'s' if len(cells) > 1 else ''} (bounded reads unguarded inside"
-                 f"{', masked along rows' if rows else ''})")
+    if interior.is_empty():
+        notes.append(f"{', '.join(names)}: split into {len(cells)} parts (bounded reads "
+                     "inside or outside throughout each)")
+    else:
+        notes.append(f"{', '.join(names)}: {what} split from {len(cells)} border "
+                     f"part{'s' if len(cells) > 1 else ''} (bounded reads unguarded inside"
+                     f"{', masked along rows' if rows else ''})")
     return node.insert_sequence(filters)
+
+
+def _parts(scop: Scop, statements, domain: isl.UnionSet, rows: bool
+           ) -> tuple[isl.UnionSet, isl.UnionSet]:
+    """The interior of ``domain`` (see :func:`_interior`) and the rest, its border."""
+    interior = union_of(scop.ctx, (_interior(s, rows) for s in statements)).intersect(domain)
+    return interior, domain.subtract(interior)
 
 
 def _cells(border: isl.UnionSet, statements, rows: bool, most: int

@@ -87,14 +87,17 @@ def Resize(ctx, X, roi=None, scales=None, sizes=None, *, antialias=0, axes=None,
                         keep_aspect_ratio_policy)
     if all(spec.m == spec.n for spec in specs.values()):
         return X  # as onnxruntime: the same shape is a copy, whatever the scales
-    current = X
     resized = {a: spec for a, spec in specs.items() if spec.scale != 1}
+    stored = ctx.channels_last(X)
+    # a channels-last image resized in its pixels: resampled as stored, [N, H, W, C]
+    spatial = stored is not None and rank == 4 and set(resized) <= {2, 3}
+    current = stored if spatial else X
     for axis, spec in sorted(resized.items(), key=lambda item: item[1].m / item[1].n):
         _check_agreement(ctx, axis, spec, coordinate_transformation_mode)
         table = _table(spec, mode, coordinate_transformation_mode, nearest_mode,
                        cubic_coeff_a, bool(exclude_outside))
-        current = _resample(ctx, current, axis, spec, periodic(table))
-    return current
+        current = _resample(ctx, current, axis - 1 if spatial else axis, spec, periodic(table))
+    return ctx.as_channels_last(current, label="resize") if spatial else current
 
 
 def _check_modes(ctx, mode, coordinate_mode, nearest_mode, antialias, policy) -> None:
