@@ -238,6 +238,24 @@ def test_exact_special_values(name):
         np.testing.assert_array_equal(np.signbit(y[number]), np.signbit(expected[number]))
 
 
+@pytest.mark.parametrize("name", ["exp", "sigmoid"])
+def test_portable_scaling_gives_the_same_bits_as_scalef(name, monkeypatch):
+    """exp's 2^n: ``llvm.ldexp`` (one vscalefps) where the host has AVX-512F, two
+    integer-built powers of two elsewhere; both round once, so they agree bit for bit
+    (including denormal results, overflow to +inf and NaN)."""
+    x = np.concatenate([_sweep(name, np.random.default_rng(2))[::8], SPECIAL,
+                        np.array([-87.4, -90.0, -103.0, 88.7, 88.8], dtype=np.float32)])
+    default = compiled(name)
+    assert ("@llvm.ldexp." in default.optimized_ir) == vecmath.scalef_available()
+    monkeypatch.setattr(vecmath, "scalef_available", lambda: False)
+    portable = Compiled(getattr(vecmath, name))
+    assert "@llvm.ldexp." not in portable.optimized_ir
+    for form in ("loop", "scalar", "vector"):
+        want = getattr(default, form)(x if form != "scalar" else x[:2000])
+        got = getattr(portable, form)(x if form != "scalar" else x[:2000])
+        np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32), err_msg=form)
+
+
 def test_denormal_results_and_arguments():
     """exp and sigmoid round into the denormals gradually; log reads denormals exactly."""
     x = np.array([-87.4, -90.0, -100.0, -103.0], dtype=np.float32)

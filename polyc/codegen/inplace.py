@@ -17,17 +17,17 @@ A statement ``S: t2[w(s)] = f(.., t1[r(s)], ..)`` may store ``t2`` in ``t1``'s m
   iterations of a parallel loop is refused).
 
 Then a cell holds ``t1``'s element until ``S`` reads it and ``t2``'s from the store in
-the same instance on.
-
-The other way round, when ``t2`` is a graph output (the caller's array, of static size)
-and the rest holds, ``t1`` and every array in its memory are stored in ``t2``'s memory
-instead: Softmax's exponentials go into its output, which the last pass divides in
-place, instead of scratch the size of the output. Nothing is renamed: each array keeps its shape and accesses, and
+the same instance on. Nothing is renamed: each array keeps its shape and accesses, and
 :attr:`polyc.codegen.ast.LoopProgram.storage` says which memory it uses, so code
 generation passes one pointer, once, to each function for arrays in one memory (two
 ``noalias`` parameters never point to the same memory), and buffer planning sees one
 lifetime. The orders are added to the SCoP's dependences. Statements are tried in
 program order, so chains (``t2 = f(t1)``, then ``t3 = g(t2)``) share one memory.
+
+The other way round, when ``t2`` is a graph output (the caller's array, of static size)
+and the rest holds, ``t1`` and every array in its memory are stored in ``t2``'s memory
+instead: Softmax's exponentials go into its output, which the last pass divides in
+place, instead of scratch the size of the output.
 """
 
 from __future__ import annotations
@@ -86,14 +86,9 @@ def _legal_buffer(scop: Scop, statement: Statement, done: Mapping[str, InPlace],
     that needs; None if there is none."""
     if not _static_temp(scop, statement.write.array):
         return None
-    for source in _sources(scop, statement):
-        buffer = done[source].buffer if source in done else source
-        if scop.array(statement.write.array).nbytes > scop.array(buffer).nbytes:
-            continue
-        hazards = _hazards(scop, statement, _sharing(done, buffer))
-        if _respected(scop, hazards, schedule, times):
-            return buffer, hazards
-    return None
+    nbytes = scop.array(statement.write.array).nbytes
+    return _first_legal(scop, statement, done, schedule, times,
+                        lambda memory: nbytes <= memory.nbytes)
 
 
 def _legal_output(scop: Scop, statement: Statement, done: Mapping[str, InPlace],
@@ -104,11 +99,21 @@ def _legal_output(scop: Scop, statement: Statement, done: Mapping[str, InPlace],
     that needs; None if there is none."""
     output = scop.array(statement.write.array)
     if output.kind != "output" or output.symbolic:
-        return None
+        return None  # (a memory already in an output stays there: temporaries only)
+    return _first_legal(scop, statement, done, schedule, times,
+                        lambda memory: memory.kind == "temp" and memory.nbytes <= output.nbytes)
+
+
+def _first_legal(scop: Scop, statement: Statement, done: Mapping[str, InPlace],
+                 schedule: isl.Schedule, times: isl.UnionMap, usable
+                 ) -> tuple[str, Dependences] | None:
+    """The memory of the first of ``statement``'s :func:`_sources` that is ``usable``
+    (given its memory's Array) and whose sharing with ``statement``'s write the schedule
+    respects, and the orders that needs; None if there is none."""
     for source in _sources(scop, statement):
         memory = done[source].buffer if source in done else source
-        if scop.array(memory).kind != "temp" or scop.array(memory).nbytes > output.nbytes:
-            continue  # (a memory already in an output stays there)
+        if not usable(scop.array(memory)):
+            continue
         hazards = _hazards(scop, statement, _sharing(done, memory))
         if _respected(scop, hazards, schedule, times):
             return memory, hazards
@@ -116,7 +121,8 @@ def _legal_output(scop: Scop, statement: Statement, done: Mapping[str, InPlace],
 
 
 def storage(done: tuple[InPlace, ...]) -> dict[str, str]:
-    """``{array: the temporary whose memory it uses}`` for :class:`LoopProgram`."""
+    """``{array: the temporary or graph output whose memory it uses}`` for
+    :class:`LoopProgram`."""
     return {d.array: d.buffer for d in done}
 
 

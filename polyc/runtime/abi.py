@@ -303,39 +303,33 @@ class Runner:
         n_args = len(self.inputs) + len(self.outputs) + 1
         self._function = entry_function(address, n_args, len(self.params))
         self._per_thread = threading.local()
-        # no parameters and no output with an initial value: run's fast path
+        # no parameters and no output with an initial value: run's quick input check
         self._plain = not self.params and not any(s.init for s in self.outputs)
         self._output_names = [spec.name for spec in self.outputs]
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Check ``inputs``, run the compiled code, return fresh outputs in graph order."""
-        if self._plain and _matches_exactly(self.inputs, inputs):
-            return self._run_checked([inputs[spec.name] for spec in self.inputs])
-        accepted = self._accepted
         values: dict[str, int] = {}
-        if self.params:
-            if isinstance(inputs, Mapping):
-                values = bind_params(self.params, accepted,
-                                     [inputs.get(spec.name) for spec in accepted])
-            accepted = tuple(spec.bound(values) for spec in accepted)
-        checked = check_arrays(accepted, inputs, self._optional)
-        given = {spec.name: array for spec, array in zip(accepted, checked)}
-        arrays = [given[spec.name] for spec in self.inputs]
+        given: dict[str, np.ndarray] = {}
+        if self._plain and _matches_exactly(self.inputs, inputs):
+            arrays = [inputs[spec.name] for spec in self.inputs]  # (checked: no copies)
+        else:
+            accepted = self._accepted
+            if self.params:
+                if isinstance(inputs, Mapping):
+                    values = bind_params(self.params, accepted,
+                                         [inputs.get(spec.name) for spec in accepted])
+                accepted = tuple(spec.bound(values) for spec in accepted)
+            checked = check_arrays(accepted, inputs, self._optional)
+            given = {spec.name: array for spec, array in zip(accepted, checked)}
+            arrays = [given[spec.name] for spec in self.inputs]
         kept = self._per_thread.__dict__.setdefault("outputs", {})
         outputs = [_output_buffer(spec.bound(values) if values else spec,
                                   given.get(spec.name), kept)
                    for spec in self.outputs]
-        pointers = [data_address(array) for array in arrays + outputs]
         arguments = [values[p] for p in self.params]
-        self._function(*pointers, self._scratch_address(arguments), *arguments)
-        return {spec.name: array for spec, array in zip(self.outputs, outputs)}
-
-    def _run_checked(self, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
-        """:meth:`run` for a model without parameters or initial outputs, on inputs
-        that match their specs (in the manifest's order)."""
-        kept = self._per_thread.__dict__.setdefault("outputs", {})
-        outputs = [_output_buffer(spec, None, kept) for spec in self.outputs]
-        self._function(*map(data_address, arrays + outputs), self._scratch_address(()))
+        self._function(*map(data_address, arrays + outputs),
+                       self._scratch_address(arguments), *arguments)
         return dict(zip(self._output_names, outputs))
 
     __call__ = run
