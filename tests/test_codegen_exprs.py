@@ -65,3 +65,36 @@ def test_n_ary_min_of_a_loop_bound():
     c_text, function, _engine = _jit(bound)
     for n in range(-20, 21):
         assert function(n) == min(n, 12 - n, (n + 1) // 2 + 1), f"{c_text} at n={n}"
+
+
+STEPS = {  # offset -> its step along c9, along c6 (None: not linear in that loop)
+    "(64c9 + 128c6 - 127*((c6) mod 64))": (64, None),
+    "(128c6 - 127*((c9) mod 64))": (None, 128),
+    "(3c9 - 2*(c6 - c9))": (5, -2),
+    "(floor(c9/2))": (None, 0),
+    "(7)": (0, 0),
+}
+
+
+@pytest.mark.parametrize("text", list(STEPS))
+def test_access_step_along_a_lane_loop(text):
+    """A vector loop reads an offset with stride 0 or 1 along its iterator whatever form
+    the terms without that iterator take (a head-major tensor read as [seq, heads*dim]
+    has a modulo of the reduction loop, not of the lanes); a step is checked against
+    the offset evaluated at neighbouring points."""
+    from polyc.codegen.vector import _stride
+
+    ctx = isl.Context()
+    build = isl.AstBuild.from_context(isl.Set.read_from_str(
+        ctx, "[c6, c9] -> { : 0 <= c6 < 512 and 0 <= c9 < 512 }"))
+    pw = isl.PwAff.read_from_str(ctx, f"[c6, c9] -> {{ [{text[1:-1]}] }}")
+    expr = build.expr_from_pw_aff(pw)
+    at = lambda c6, c9: pw.eval(isl.Point.zero(pw.domain().get_space())  # noqa: E731
+                                .set_coordinate_val(isl.dim_type.param, 0, c6)
+                                .set_coordinate_val(isl.dim_type.param, 1, c9)).to_python()
+    for name, step in zip(("c9", "c6"), STEPS[text]):
+        assert _stride(expr, name) == step
+        if step is not None:
+            for c6, c9 in ((3, 70), (65, 5), (127, 200)):
+                moved = (c6, c9 + 1) if name == "c9" else (c6 + 1, c9)
+                assert at(*moved) - at(c6, c9) == step

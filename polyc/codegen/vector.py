@@ -143,15 +143,39 @@ def _form(offset) -> tuple | None:
 
 
 def _stride(offset, iterator: str) -> int | None:
-    """The element stride of an access offset along ``iterator``; an offset given per
-    array dim (a symbolic shape) has stride 1 when only its last index moves, by 1."""
+    """The element stride of an access offset along ``iterator`` (0 when the offset does
+    not use it); an offset given per array dim (a symbolic shape) has stride 1 when only
+    its last index moves, by 1."""
     if not isinstance(offset, tuple):
-        form = linear(offset)
-        return None if form is None else form.get(iterator, 0)
+        return _step(offset, iterator)
     steps = [_stride(index, iterator) for index in offset]
     if any(step != 0 for step in steps[:-1]):
         return None
     return steps[-1]
+
+
+def _step(expr: isl.AstExpr, iterator: str) -> int | None:
+    """How much ``expr`` grows when ``iterator`` grows by 1, if linear in it: terms that
+    do not use it count 0 whatever their form (``128*c6 - 127*(c6 % 64) + 64*c9`` steps
+    64 along ``c9``: a head-major tensor read as ``[seq, heads*dim]``)."""
+    if not uses(expr, iterator):
+        return 0
+    if expr.get_type() == isl.ast_expr_type.id:
+        return 1
+    kind = expr.op_get_type()
+    args = [expr.op_get_arg(k) for k in range(expr.op_get_n_arg())]
+    if kind in (op.add, op.sub, op.minus):
+        steps = [_step(arg, iterator) for arg in args]
+        if None in steps:
+            return None
+        return -steps[0] if kind == op.minus else \
+            steps[0] + steps[1] * (1 if kind == op.add else -1)
+    if kind == op.mul:
+        for const, other in (args, args[::-1]):
+            if const.get_type() == isl.ast_expr_type.int:
+                step = _step(other, iterator)
+                return None if step is None else step * const.int_get_val().to_python()
+    return None
 
 
 def unit_loop(node: isl.AstNode) -> tuple[str, isl.AstExpr, isl.AstExpr] | None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from polyc.frontend.core import Call, Const
-from polyc.islutil import band_above, box, union_maps, union_sets
+from polyc.islutil import band_above, box, flat_offset, union_maps, union_sets
 from polyc.scop.model import Load, Scop, Statement
 from polyc.tiling.order import access_coefficients, band_rows, moving_dims
 
@@ -107,11 +107,17 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
     guarded = [n for n in (x, y) if statement.reads[n].address is not None]
     strides = [access_coefficients(scop, access) for access in
                (statement.write, statement.reads[x], statement.reads[y])]
-    if any(s is None for s in strides):
+    quasi = [n for n, s in zip((x, y), strides[1:]) if s is None]
+    if strides[0] is None or len(quasi) > 1:
         return None
+    if quasi:  # one factor read through divisions: which loops it uses
+        uses = _loops_used(scop, statement.reads[quasi[0]])
+        if uses is None:
+            return None
+        strides[1 + (x, y).index(quasi[0])] = uses
     c = _roles(statement, extents, moving_dims(statement.domain, scop), *strides, x, y)
-    if c is None:
-        return None
+    if c is None or quasi and quasi != [c.a]:
+        return None  # b is packed or read as it is: its strides must be known
     if guarded and (guarded != [c.b] or c.inner or statement.reads[c.b].lookup is not None):
         return None  # a factor read with a border (padding) is only read from its packing
     if c.inner and not c.b_contiguous and \
@@ -120,6 +126,30 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
     if c.inner:  # the recipe replaces this band and the ones below it (Pluto skews
         return None if band_above(band) else c  # a serial multi-loop reduction)
     return c if _unit_rows(scop, band, statement) else None
+
+
+def _loops_used(scop: Scop, access) -> list[int] | None:
+    """For a read whose flat offset is quasi-affine (one piece, divisions of the loops:
+    the head-major context of attention read as ``[seq, heads*dim]``), 1 for each loop
+    that it uses and 0 for the others; None when it is not of that form."""
+    if access.address is not None or access.lookup is not None:
+        return None
+    offset = flat_offset(access.relation, scop.sizing_shape(access.array))
+    if offset.n_piece() != 1:
+        return None
+    aff = offset.get_pieces()[0][1]
+    n_in = aff.dim(isl.dim_type.in_)
+    used = [not aff.get_coefficient_val(isl.dim_type.in_, d).is_zero() for d in range(n_in)]
+    for k in range(aff.dim(isl.dim_type.div)):
+        div = aff.get_div(k)
+        if any(not div.get_coefficient_val(isl.dim_type.div, j).is_zero()
+               for j in range(div.dim(isl.dim_type.div))):
+            return None  # divisions of divisions
+        if aff.get_coefficient_val(isl.dim_type.div, k).is_zero():
+            continue
+        for d in range(n_in):
+            used[d] = used[d] or div.involves_dims(isl.dim_type.in_, d, 1)
+    return [int(u) for u in used]
 
 
 def _operands(statement: Statement) -> tuple[int, int] | None:

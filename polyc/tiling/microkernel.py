@@ -57,6 +57,12 @@ REGISTER_TILES = ((6, 64), (8, 48), (12, 32))
 # 8x32 and 1.14 / 1.07x with 4x64 (at batch 3: 1.11 and 1.00x).
 SYMBOLIC_ROW_TILES = ((8, 32), (4, 64), (4, 48))
 KC = 256
+# Fewer rows than this many tiles of the chosen height, one of them partial: a tile that
+# divides the rows (and columns) instead, if one does. A 784->256 layer at batch 8
+# (examples like tests' mlp2) with 6x64 tiles, one of 2 rows: 75 us when the columns
+# were blocked for threads (LLVM kept the full tile's 24 accumulators in registers
+# around the partial tile's loop, which spilled), 28 us with 8x32 (116 GFLOP/s).
+FEW_ROW_TILES = 4
 # A direct conv's tile (weights packed, output channels in the lanes) is 6 to 8 pixels
 # of an output row x 32 channels, as many pixels as leave the fewest to a partial tile
 # (7 before 8 before 6): 3x3 convs + Relu, 1 thread, time over onnxruntime's with 5x64
@@ -155,6 +161,11 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     full = lambda t: (m // t[0] * t[0] / m) * (n // t[1] * t[1] / n)  # noqa: E731
     mr, nr = min(tiles, key=(lambda t: (-full(t), m % t[0])) if c.inner else
                  (lambda t: (columns(t), m % t[0])))
+    if not c.inner and m % mr and m < FEW_ROW_TILES * mr:  # a partial tile of many rows
+        exact = [t for t in REGISTER_TILES + SYMBOLIC_ROW_TILES
+                 if m % t[0] == 0 and columns(t) == 0]
+        if exact:
+            mr, nr = max(exact, key=lambda t: t[0] * t[1])
     if m < min(t[0] for t in tiles) and n >= LANES and k >= KC:  # all the rows, if long
         mr, nr = m, LANES * max(1, min(FEW_ROWS_VECTORS, ACCUMULATORS // m, n // LANES))
     if c.direct:  # a direct conv, its weights packed
