@@ -76,18 +76,29 @@ def median_time(fn, repeat: int) -> float:
     return median_times({"fn": fn}, repeat)["fn"]
 
 
-def median_times(fns: dict, repeat: int) -> dict:
-    """``{name: median seconds}`` of ``repeat`` timed calls of each of ``fns``, after one
-    warm-up call each. The calls are interleaved (one of each per round), so a slow
-    phase of a noisy machine slows every contender alike and the ratios hold."""
+# Rounds go on past ``repeat`` until the slowest contender has run this long, at most
+# MAX_ROUNDS_FACTOR x ``repeat`` rounds: 10 calls of a 0.04 ms model are 0.4 ms of
+# samples, and their median moved by 2x between runs (mlp2 in benchmarks/models.py).
+MIN_SECONDS = 0.3
+MAX_ROUNDS_FACTOR = 1000
+
+
+def median_times(fns: dict, repeat: int, min_seconds: float = MIN_SECONDS) -> dict:
+    """``{name: median seconds}`` of at least ``repeat`` timed calls of each of ``fns``
+    (more for fast calls, see :data:`MIN_SECONDS`), after one warm-up call each. The
+    calls are interleaved (one of each per round), so a slow phase of a noisy machine
+    slows every contender alike and the ratios hold."""
     samples = {name: [] for name in fns}
     for fn in fns.values():
         fn()
-    for _ in range(repeat):
+    rounds = 0
+    while rounds < repeat or (rounds < MAX_ROUNDS_FACTOR * repeat and
+                              min(sum(times) for times in samples.values()) < min_seconds):
         for name, fn in fns.items():
             start = time.perf_counter()
             fn()
             samples[name].append(time.perf_counter() - start)
+        rounds += 1
     return {name: statistics.median(times) for name, times in samples.items()}
 
 

@@ -231,6 +231,84 @@ def test_direct_conv_with_channels_in_the_lanes(case, threads):
     assert_compiled_matches(compiled, model)
 
 
+def test_winograd_transforms_compute_a_2x2_correlation():
+    """At ((G g Gt) . (Bt d B)) A is the 2x2 valid correlation of a 4x4 tile d with a
+    3x3 kernel g, and the filters of a conv are G g Gt per channel pair (float64)."""
+    from polyc.frontend.ops import winograd
+
+    rng = np.random.default_rng(7)
+    bt, g_, at = (m.astype(np.float64) for m in (winograd.BT, winograd.G, winograd.AT))
+    for _ in range(5):
+        d, g = rng.standard_normal((4, 4)), rng.standard_normal((3, 3))
+        want = np.array([[np.sum(d[y:y + 3, x:x + 3] * g) for x in range(2)] for y in range(2)])
+        got = at @ ((g_ @ g @ g_.T) * (bt @ d @ bt.T)) @ at.T
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    weights = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    u = winograd.filters(weights).reshape(4, 4, 16, 32)
+    np.testing.assert_allclose(u[:, :, 5, 7], g_ @ weights[7, 5] @ g_.T, rtol=1e-6, atol=1e-6)
+
+
+WINOGRAD_CASES = {  # (x, first conv to C channels, second conv, its attrs, bias)
+    "pads_bias": ((1, 16, 12, 14), 64, (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}, True),
+    "batch2_no_bias": ((2, 16, 10, 8), 80, (96, 80, 3, 3), {"pads": [1, 1, 1, 1]}, False),
+    "asymmetric_pads": ((1, 16, 11, 12), 64, (64, 64, 3, 3), {"pads": [0, 2, 3, 0]}, True),
+    "valid": ((1, 16, 14, 18), 64, (128, 64, 3, 3), {}, True),
+}
+
+
+def _channels_last_conv_pair(x_shape, c_size, w_shape, attrs, bias):
+    """A 3x3 conv from x to ``c_size`` channels (direct: its output channels-last), Relu,
+    then the conv under test and Relu."""
+    first = [weight("w0", (c_size, x_shape[1], 3, 3), 3), weight("b0", (c_size,), 4)]
+    weights = [weight("w", w_shape, 1)] + ([weight("b", (w_shape[0],), 2)] if bias else [])
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r0"]),
+             helper.make_node("Conv", ["r0"] + [n for n, _ in weights], ["c"], **attrs),
+             helper.make_node("Relu", ["c"], ["y"])]
+    return make_model(nodes, [("x", x_shape)], ["y"], initializers=first + weights)
+
+
+@pytest.mark.parametrize("case", sorted(WINOGRAD_CASES))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_winograd_conv_matches_onnxruntime(case, threads):
+    """A 3x3 stride-1 conv over a channels-last input, 64 or more channels each side and
+    16 or more 2x2 output tiles, is Winograd's F(2x2, 3x3): input transform in two
+    passes, 16 products (tiles x C) @ (C x M), each with the contraction recipe and its
+    filters packed at compile time, and an output transform; results match
+    onnxruntime's within 1e-5 of the largest output (other rounding than a direct
+    conv's: G holds halves and the sums run in another order)."""
+    model = _channels_last_conv_pair(*WINOGRAD_CASES[case])
+    labels = [op.label for op in import_model(model).ops]
+    assert [label for label in labels if label.startswith("winograd_")] == [
+        "winograd_rows", "winograd_input", "winograd_product", "winograd_output"]
+    compiled = polyc.compile(model, threads=threads)
+    assert any(re.match(r"tiling: contraction S\d+_winograd_product_update: (winograd_filters"
+                        r"\d*) packed into \1_packed at compile time", d)
+               for d in compiled.schedule.decisions)
+    inputs = random_inputs(model, 0)
+    want = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(compiled.run(inputs)["y"], want, rtol=RTOL,
+                               atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("x_shape, c_size, w_shape, attrs", [
+    ((1, 16, 12, 12), 32, (64, 32, 3, 3), {"pads": [1, 1, 1, 1]}),   # 32 input channels
+    ((1, 16, 11, 11), 64, (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}),   # odd output rows
+    ((1, 16, 6, 6), 64, (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}),     # 9 tiles
+    ((1, 16, 12, 12), 64, (64, 64, 3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2]}),
+])
+def test_convs_that_winograd_does_not_pay_for_stay_direct(x_shape, c_size, w_shape, attrs):
+    """Fewer than 64 channels, an odd output size, fewer than 16 tiles, a dilation: the
+    direct conv, whose sums of 288-576 products match onnxruntime's within 1e-5 of the
+    largest output."""
+    model = _channels_last_conv_pair(x_shape, c_size, w_shape, attrs, True)
+    assert not any(op.label.startswith("winograd") for op in import_model(model).ops)
+    inputs = random_inputs(model, 0)
+    want = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(polyc.compile(model).run(inputs)["y"], want, rtol=RTOL,
+                               atol=1e-5 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("bias", [True, False])
 def test_strided_conv_to_channels_short_of_whole_vectors_is_direct_and_padded(bias):
     """A 3x3 stride-2 conv over an NCHW input to 24 channels (im2col before): direct,

@@ -34,6 +34,7 @@ import numpy as np
 
 from polyc.frontend.core import Call, Const, Ix, Read, identity_index
 from polyc.frontend.ops.indexing import size
+from polyc.frontend.ops import winograd
 from polyc.frontend.ops.registry import onnx_op
 from polyc.frontend.ops.window import (
     AUTO_PADS,
@@ -111,6 +112,8 @@ def Conv(ctx, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
             return _depthwise_map(ctx, X, weights, B, win, taps_last=False)
         weights = ctx.view(W, (groups,) + W.shape[2:], label="conv_weights")
         return _depthwise(ctx, X, weights, B, win)
+    if winograd.applies(ctx, X, W, B, win, groups):
+        return winograd.lower(ctx, X, W, B, win)
     constant = ctx.constant_value(W) is not None and (B is None or ctx.constant_value(B)
                                                        is not None)
     direct = _direct_lowering(groups, win, W, channels_last=ctx.channels_last(X) is not None,
