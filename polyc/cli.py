@@ -148,6 +148,10 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--profile", action="store_true", default=None,
                        help="compile timers around each loop nest into the code (read by "
                        "'polyc bench --profile' or the Python API's profile())")
+    group.add_argument("--winograd", choices=("2x2", "4x4", "off"),
+                       help="3x3 stride-1 convs over 64+ channels: Winograd F(2x2, 3x3) "
+                       "(the default), F(4x4, 3x3) (faster, a few times the rounding "
+                       "error of a direct conv) or off (direct)")
     group.add_argument("--symbolic", metavar="NAME[,NAME...]", type=parse_names,
                        action="append", default=[],
                        help="keep the dynamic dim NAME symbolic: one artifact for every "
@@ -245,7 +249,7 @@ def compile_options(args) -> dict:
                "check": getattr(args, "check", None),
                "tile": args.tile, "tile_size": collect(args.tile_size, "--tile-size"),
                "blocking": collect(args.blocking, "--blocking"),
-               "threads": args.threads, "profile": args.profile}
+               "threads": args.threads, "profile": args.profile, "winograd": args.winograd}
     return {key: value for key, value in options.items() if value is not None}
 
 

@@ -27,6 +27,8 @@ from polyc.codegen.llvm import ENTRY, emit_module
 from polyc.codegen.profile import parts as profile_parts
 from polyc.errors import PolycError
 from polyc.frontend import import_model
+from polyc.frontend.ops.winograd import CHOICES as WINOGRAD_CHOICES
+from polyc.frontend.ops.winograd import DEFAULT as DEFAULT_WINOGRAD
 from polyc.frontend.core import Graph
 from polyc.fusion.groups import FusionGroups, fuse
 from polyc.fusion.inline import inline_temporaries
@@ -59,8 +61,12 @@ class Options:
     symbolic: tuple[str, ...] | None = None  # dims (parameters) left symbolic
     threads: int | None = None  # parallel loops: None OpenMP's default, 1 serial code
     profile: bool = False  # timers around each loop nest (polyc.codegen.profile)
+    winograd: str = DEFAULT_WINOGRAD  # 3x3 convs: "2x2", "4x4" or "off" (frontend)
 
     def __post_init__(self):
+        if self.winograd not in WINOGRAD_CHOICES:
+            raise PolycError(f"winograd must be one of {', '.join(WINOGRAD_CHOICES)}, "
+                             f"got {self.winograd!r}")
         threads = self.threads
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                     or threads < 1):
@@ -159,7 +165,8 @@ def lower(model, options: Options) -> Compilation:
         graph = model
     else:
         graph = stages.run("frontend", import_model, model, shapes=options.shapes,
-                           dims=options.dims, symbolic=options.symbolic)
+                           dims=options.dims, symbolic=options.symbolic,
+                           winograd=options.winograd)
     scop = stages.run("scop", build_scop, graph)
     symbolic = replace(options, symbolic=graph.params or None)  # as isl parameter names
     return replace(lower_scop(scop, symbolic, stages), options=options, graph=graph)
@@ -209,7 +216,8 @@ def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check
                   symbolic: Sequence[str] | None = None,
                   fast_math: bool = True, tile: bool = True,
                   tile_size=None, blocking=None,
-                  threads: int | None = None, profile: bool = False) -> "CompiledModel":
+                  threads: int | None = None, profile: bool = False,
+                  winograd: str = DEFAULT_WINOGRAD) -> "CompiledModel":
     """Compile ``model`` (path, bytes or ModelProto) to native code in this process.
     ``shapes`` (``{"x": (1, 3, 224, 224)}``) fixes whole input shapes and ``dims``
     (``{"batch": 8}``) named dynamic dims wherever they appear; ``symbolic``
@@ -223,11 +231,15 @@ def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check
     to fix only those statements' bands; ``threads`` runs parallel
     loops on that many threads (None: ``OMP_NUM_THREADS`` at run time; 1: serial code);
     ``profile`` compiles timers around each loop nest into the code (see
-    :meth:`CompiledModel.profile`, which needs no such build)."""
+    :meth:`CompiledModel.profile`, which needs no such build); ``winograd`` is how 3x3
+    stride-1 convs that qualify run (:mod:`polyc.frontend.ops.winograd`): ``"2x2"``
+    (F(2x2, 3x3), as accurate as a direct conv), ``"4x4"`` (F(4x4, 3x3), faster, a few
+    times a direct conv's rounding error) or ``"off"`` (direct)."""
     options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
                       shapes=dict(shapes) if shapes else None,
                       dims=dict(dims) if dims else None,
-                      symbolic=_names(symbolic), threads=threads, profile=bool(profile))
+                      symbolic=_names(symbolic), threads=threads, profile=bool(profile),
+                      winograd=winograd)
     return _jit(lower(model, options), source=None if isinstance(model, Graph) else model)
 
 

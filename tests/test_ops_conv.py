@@ -15,7 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import polyc
-from polyc.errors import ShapeError, UnsupportedOpError
+from polyc.errors import PolycError, ShapeError, UnsupportedOpError
 from polyc.frontend import import_model
 from polyc.frontend.core import Map, Reduce
 from polyc.tiling.cache import Caches
@@ -231,21 +231,24 @@ def test_direct_conv_with_channels_in_the_lanes(case, threads):
     assert_compiled_matches(compiled, model)
 
 
-def test_winograd_transforms_compute_a_2x2_correlation():
-    """At ((G g Gt) . (Bt d B)) A is the 2x2 valid correlation of a 4x4 tile d with a
-    3x3 kernel g, and the filters of a conv are G g Gt per channel pair (float64)."""
+@pytest.mark.parametrize("name", ["F2", "F4"])
+def test_winograd_transforms_compute_a_correlation(name):
+    """At ((G g Gt) . (Bt d B)) A is the m x m valid correlation of a t x t tile d with a
+    3x3 kernel g (float64), for the transforms toom_cook derives, and the filters of a
+    conv are G g Gt per channel pair."""
     from polyc.frontend.ops import winograd
 
+    f = getattr(winograd, name)
+    t, m = f.taps, f.tile
     rng = np.random.default_rng(7)
-    bt, g_, at = (m.astype(np.float64) for m in (winograd.BT, winograd.G, winograd.AT))
     for _ in range(5):
-        d, g = rng.standard_normal((4, 4)), rng.standard_normal((3, 3))
-        want = np.array([[np.sum(d[y:y + 3, x:x + 3] * g) for x in range(2)] for y in range(2)])
-        got = at @ ((g_ @ g @ g_.T) * (bt @ d @ bt.T)) @ at.T
+        d, g = rng.standard_normal((t, t)), rng.standard_normal((3, 3))
+        want = np.array([[np.sum(d[y:y + 3, x:x + 3] * g) for x in range(m)] for y in range(m)])
+        got = f.at @ ((f.g @ g @ f.g.T) * (f.bt @ d @ f.bt.T)) @ f.at.T
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     weights = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
-    u = winograd.filters(weights).reshape(4, 4, 16, 32)
-    np.testing.assert_allclose(u[:, :, 5, 7], g_ @ weights[7, 5] @ g_.T, rtol=1e-6, atol=1e-6)
+    u = winograd.filters(f, weights).reshape(t, t, 16, 32)
+    np.testing.assert_allclose(u[:, :, 5, 7], f.g @ weights[7, 5] @ f.g.T, rtol=1e-6, atol=1e-6)
 
 
 WINOGRAD_CASES = {  # (x, first conv to C channels, second conv, its attrs, bias)
@@ -289,6 +292,54 @@ def test_winograd_conv_matches_onnxruntime(case, threads):
     want = run_onnxruntime(model, inputs)["y"]
     np.testing.assert_allclose(compiled.run(inputs)["y"], want, rtol=RTOL,
                                atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("winograd, taps", [("4x4", 36), ("2x2", 16), ("off", None)])
+def test_winograd_option_chooses_the_transform(winograd, taps):
+    """``winograd="4x4"`` runs F(4x4, 3x3) where whole 4x4 tiles fit (36 products; within
+    1e-5 of the largest output of onnxruntime's, measured 2-3.5e-6 over 64-256
+    channels), ``"2x2"`` (the default) F(2x2, 3x3), ``"off"`` the direct conv."""
+    model = _channels_last_conv_pair((1, 16, 16, 16), 64, (64, 64, 3, 3),
+                                     {"pads": [1, 1, 1, 1]}, True)
+    products = [op for op in import_model(model, winograd=winograd).ops
+                if op.label == "winograd_product"]
+    assert [op.extents[0] for op in products] == ([taps] if taps else [])
+    compiled = polyc.compile(model, winograd=winograd)
+    assert compiled.compilation.options.winograd == winograd
+    inputs = random_inputs(model, 0)
+    want = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(compiled.run(inputs)["y"], want, rtol=RTOL,
+                               atol=1e-5 * np.abs(want).max())
+
+
+def test_bad_winograd_option_is_refused():
+    model = _channels_last_conv_pair((1, 16, 8, 8), 64, (64, 64, 3, 3), {"pads": [1] * 4}, True)
+    with pytest.raises(PolycError, match="winograd must be one of 2x2, 4x4, off, got '6x6'"):
+        polyc.compile(model, winograd="6x6")
+
+
+def test_cli_winograd_option(tmp_path, capsys):
+    """``--winograd`` reaches the frontend (the manifest of a compiled artifact records
+    it); its choices are the frontend's; another value is an argparse error."""
+    import json
+
+    from polyc.cli import build_parser, main
+    from polyc.frontend.ops import winograd
+
+    model = _channels_last_conv_pair((1, 16, 16, 16), 64, (64, 64, 3, 3), {"pads": [1] * 4},
+                                     True)
+    path, out = tmp_path / "conv.onnx", tmp_path / "conv.so"
+    path.write_bytes(model.SerializeToString())
+    assert main(["compile", str(path), "-o", str(out), "--winograd", "4x4"]) == 0
+    manifest = json.loads(json.dumps(polyc.load(out).manifest))
+    assert manifest["options"]["winograd"] == "4x4"
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["inspect", str(path), "--winograd", "3x3"])
+    assert "invalid choice: '3x3'" in capsys.readouterr().err
+    compile_parser = build_parser()._subparsers._group_actions[0].choices["compile"]
+    (action,) = [a for a in compile_parser._actions if a.dest == "winograd"]
+    assert tuple(action.choices) == winograd.CHOICES
 
 
 @pytest.mark.parametrize("x_shape, c_size, w_shape, attrs", [

@@ -20,16 +20,17 @@ from polyc.frontend.lower import check_graph, lower
 
 def import_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None,
                  dims: Mapping[str, int] | None = None,
-                 symbolic: Sequence[str] | None = None) -> Graph:
+                 symbolic: Sequence[str] | None = None, winograd: str = "2x2") -> Graph:
     """The core Graph of an ONNX model (a path, bytes or ``onnx.ModelProto``).
 
     ``shapes`` maps input names to static shapes, overriding dynamic dims; ``dims``
     gives named dynamic dims a value wherever they appear; the dims named in
-    ``symbolic`` stay symbolic (``Graph.params``).
+    ``symbolic`` stay symbolic (``Graph.params``); ``winograd`` is how 3x3 convs that
+    qualify run (:mod:`polyc.frontend.ops.winograd`).
     """
     graph = load_model(model, shapes=shapes, dims=dims, symbolic=symbolic)
     graph = cleanup(graph)
-    return lower(graph)
+    return lower(graph, winograd=winograd)
 
 
 __all__ = ["Graph", "check_graph", "evaluate", "import_model"]

@@ -23,10 +23,11 @@ from polyc.frontend.ops.registry import attribute_values, node_name
 from polyc.frontend.symbolic import Sym, SymbolicDimError, dim
 
 
-def lower(graph: OnnxGraph) -> Graph:
-    """The core-op Graph of ``graph`` (static inputs, clean-up done)."""
+def lower(graph: OnnxGraph, *, winograd: str = "2x2") -> Graph:
+    """The core-op Graph of ``graph`` (static inputs, clean-up done); ``winograd`` as
+    :func:`polyc.frontend.import_model` takes it."""
     check_supported(graph)
-    ctx = LoweringContext(graph)
+    ctx = LoweringContext(graph, winograd=winograd)
     for index, node in enumerate(graph.nodes):
         ctx.lower_node(index, node)
     return ctx.finish()
@@ -53,8 +54,9 @@ class LoweringContext:
     ``view``). It is the one mutable object of the frontend and lives for one ``lower``.
     """
 
-    def __init__(self, graph: OnnxGraph):
+    def __init__(self, graph: OnnxGraph, *, winograd: str = "2x2"):
         self.opset = graph.opset
+        self.winograd = winograd  # how 3x3 convs that qualify run (ops/winograd.py)
         self._graph = graph
         self._env: dict[str, TensorInfo] = {}      # ONNX value name -> core tensor
         self._tensors: dict[str, TensorInfo] = {}  # core tensor name -> info

@@ -112,8 +112,9 @@ def Conv(ctx, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
             return _depthwise_map(ctx, X, weights, B, win, taps_last=False)
         weights = ctx.view(W, (groups,) + W.shape[2:], label="conv_weights")
         return _depthwise(ctx, X, weights, B, win)
-    if winograd.applies(ctx, X, W, B, win, groups):
-        return winograd.lower(ctx, X, W, B, win)
+    transform = winograd.transform(ctx, X, W, B, win, groups)
+    if transform is not None:
+        return winograd.lower(ctx, X, W, B, win, transform)
     constant = ctx.constant_value(W) is not None and (B is None or ctx.constant_value(B)
                                                        is not None)
     direct = _direct_lowering(groups, win, W, channels_last=ctx.channels_last(X) is not None,

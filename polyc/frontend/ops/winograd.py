@@ -1,38 +1,111 @@
-"""3x3 stride-1 convolutions by Winograd's minimal filtering F(2x2, 3x3).
+"""3x3 stride-1 convolutions by Winograd's minimal filtering F(m x m, 3x3), m = 2 or 4.
 
-Each 2x2 block of output pixels is computed from the 4x4 block of input pixels around
-it with 16 products per channel pair instead of 36 (Lavin and Gray, "Fast Algorithms
-for Convolutional Neural Networks", 2016):
+Each m x m block of output pixels is computed from the t x t block of input pixels
+around it (t = m + 2) with t^2 products per channel pair instead of 9 m^2 (Lavin and
+Gray, "Fast Algorithms for Convolutional Neural Networks", 2016): 16 instead of 36 for
+F(2x2), 36 instead of 144 for F(4x4):
 
     Y_tile = At (sum_c (G g_mc Gt) . (Bt d_c B)) A
 
-with ``.`` the elementwise product of 4x4 matrices, ``g_mc`` the 3x3 kernel of output
-channel m and input channel c, ``d_c`` the input tile. Over an image the 16 elementwise
-products summed over channels are 16 independent matrix products (tiles x C) @ (C x M),
-which the contraction recipe runs at its usual speed. As core ops, over a channels-last
-input ``X`` [N, H, W, C] (0 outside: the padding) with ``TH x TW`` tiles, P = TH*TW:
+with ``.`` the elementwise product of t x t matrices, ``g_mc`` the 3x3 kernel of output
+channel m and input channel c, ``d_c`` the input tile; :func:`toom_cook` derives Bt, G
+and At from interpolation points. Over an image the t^2 elementwise products summed
+over channels are t^2 independent matrix products (tiles x C) @ (C x M), which the
+contraction recipe runs at its usual speed. As core ops, over a channels-last input
+``X`` [N, H, W, C] (0 outside: the padding) with ``TH x TW`` tiles, P = TH*TW:
 
-- ``R[n, th, a, w, c] = sum_i Bt[a, i] X[n, 2th + i - ph, w - pw, c]``  (rows of Bt d)
-- ``V[4a + b, n, TW*th + tw, c] = sum_j Bt[b, j] R[n, th, a, 2tw + j, c]``  (Bt d B)
+- ``R[n, th, a, w, c] = sum_i Bt[a, i] X[n, m*th + i - ph, w - pw, c]``  (rows of Bt d)
+- ``V[t*a + b, n, TW*th + tw, c] = sum_j Bt[b, j] R[n, th, a, m*tw + j, c]``  (Bt d B)
 - ``Mp[e, n, p, m] = sum_c V[e, n, p, c] U[e, c, m]``, U = G g Gt packed at compile time
-- ``Y[n, th, y, tw, x, m] = bias[m] + sum_{a, b} At[y, a] At[x, b] Mp[4a + b, n, p, m]``
+- ``Y[n, th, y, tw, x, m] = bias[m] + sum_{a, b} At[y, a] At[x, b] Mp[t*a + b, n, p, m]``
 
 and ``Y`` viewed as [N, OH, OW, M] is the channels-last output. The sums run in another
-order than a direct convolution's (and G holds halves), so results differ from it by
-rounding: a few units in the last place of the largest terms.
+order than a direct convolution's through other intermediate values, so results
+differ from it by rounding: F(2x2) by less than a direct conv differs from
+onnxruntime, F(4x4) by a few times more (see :data:`CHOICES`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from polyc.frontend.core import Call, Const, Ix, Read
 
-TILE = 2  # output pixels per tile side (F(2x2, 3x3))
-TAPS = 4  # input pixels per tile side
-BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float32)
-G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float32)
-AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float32)
+
+
+@dataclass(frozen=True)
+class Transform:
+    """F(m x m, 3x3): ``bt`` (t x t), ``g`` (t x 3), ``at`` (m x t), t = m + 2."""
+
+    bt: np.ndarray
+    g: np.ndarray
+    at: np.ndarray
+
+    @property
+    def tile(self) -> int:
+        return self.at.shape[0]
+
+    @property
+    def taps(self) -> int:
+        return self.bt.shape[0]
+
+
+def toom_cook(points, tile: int) -> Transform:
+    """F(tile x tile, 3x3) from the interpolation points ``points`` (``tile + 1`` of
+    them) and the point at infinity: ``at`` evaluates a polynomial of degree ``tile - 1``
+    at each point (``[1, p, p^2, ..]``; at infinity its leading coefficient), ``g`` the
+    kernel's polynomial divided by the product of the point's differences to the other
+    points, and ``bt`` is the transform that makes ``at ((g k) . (bt d))`` the valid
+    1-D correlation of ``d`` with ``k`` for every ``d``, ``k``: solved exactly in
+    rationals, and checked."""
+    taps = tile + 2
+    pts = [Fraction(p) for p in points]
+    at = [[p ** j for p in pts] + [Fraction(j == tile - 1)] for j in range(tile)]
+    g = [[p ** j / _product(p - q for q in pts if q != p) for j in range(3)] for p in pts]
+    g.append([Fraction(0), Fraction(0), Fraction(1)])
+    # for each input position i: sum_k at[y][k] g[k][r] bt[k][i] = (i == y + r)
+    rows = [[at[y][k] * g[k][r] for k in range(taps)] for y in range(tile) for r in range(3)]
+    columns = [_solve(rows, [Fraction(i == y + r) for y in range(tile) for r in range(3)])
+               for i in range(taps)]
+    bt = [[columns[i][k] for i in range(taps)] for k in range(taps)]
+    return Transform(*(np.array(m, np.float64) for m in (bt, g, at)))
+
+
+def _product(values) -> Fraction:
+    result = Fraction(1)
+    for value in values:
+        result *= value
+    return result
+
+
+def _solve(rows: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction]:
+    """The solution of the consistent, full-column-rank system ``rows x = rhs`` (Gaussian
+    elimination in rationals)."""
+    n = len(rows[0])
+    table = [list(row) + [b] for row, b in zip(rows, rhs)]
+    pivot_rows = []
+    for col in range(n):
+        pivot = next(r for r in range(len(table)) if r not in pivot_rows and table[r][col] != 0)
+        pivot_rows.append(pivot)
+        table[pivot] = [x / table[pivot][col] for x in table[pivot]]
+        for r in range(len(table)):
+            if r != pivot and table[r][col] != 0:
+                factor = table[r][col]
+                table[r] = [x - factor * y for x, y in zip(table[r], table[pivot])]
+    if any(table[r][-1] != 0 for r in range(len(table)) if r not in pivot_rows):
+        raise ValueError("inconsistent Winograd system")
+    return [table[pivot_rows[col]][-1] for col in range(n)]
+
+
+# Points 0, 1, -1 (F(2x2)), and 2, -1/2 more for F(4x4): with 2 and -2 (Lavin and Gray's)
+# float32 sums over 256 channels of random data were 4.2e-6 of the largest output off,
+# with 2 and -1/2 2.2e-6, with 1/2 and -1/2 4.6e-6 (F(2x2): 3.7e-7).
+F2 = toom_cook((0, 1, -1), 2)
+F4 = toom_cook((0, 1, -1, 2, Fraction(-1, 2)), 4)
+
 # Input and output channels, and tiles, from which a conv is worth it: the transforms
 # cost about as much per tile and channel as a few output channels of the product, and
 # each of the 16 products has a row per tile. A conv 3x3 C -> C with bias, channels-last
@@ -43,77 +116,92 @@ AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float32)
 # against 0.044 direct, 256 channels at 2x2 (one tile) 0.095 against 0.072.
 MIN_CHANNELS = 64
 MIN_TILES = 16
+# The choices (compile option ``winograd``) and the transforms each tries, the first
+# that fits. F(4x4, 3x3) is opt-in: over 64-256 channels its results were 2-3.5e-6 of
+# the largest output off onnxruntime's (a direct conv's 1.1-1.8e-6, F(2x2)'s 0.5-0.6e-6),
+# up to 5e-5 absolute, beyond the rtol 1e-4 / atol 1e-5 polyc is tested to.
+CHOICES = ("2x2", "4x4", "off")
+DEFAULT = "2x2"
 
 
-def applies(ctx, X, W, B, win, groups: int) -> bool:
-    """Whether the conv of ``X`` by ``W`` (and ``B``) over ``win`` runs by Winograd: a
-    2-D 3x3 kernel, stride and dilation 1, one group, constant weights and bias, a
-    channels-last input, and whole tiles of output rows and columns."""
+def transform(ctx, X, W, B, win, groups: int) -> Transform | None:
+    """The transform the conv of ``X`` by ``W`` (and ``B``) over ``win`` runs by, or None:
+    a 2-D 3x3 kernel, stride and dilation 1, one group, constant weights and bias, a
+    channels-last input, enough channels (:data:`MIN_CHANNELS`) and whole output tiles,
+    at least :data:`MIN_TILES` of them."""
     if groups != 1 or win.rank != 2 or tuple(W.shape[2:]) != (3, 3):
-        return False
+        return None
     if set(win.strides) != {1} or set(win.dilations) != {1}:
-        return False
+        return None
     if ctx.channels_last(X) is None or ctx.constant_value(W) is None:
-        return False
+        return None
     if B is not None and ctx.constant_value(B) is None:
-        return False
+        return None
     m_size, c_size = W.shape[:2]
     if not all(isinstance(d, int) for d in (*win.out, m_size, c_size)):
-        return False
-    tiles = (win.out[0] // TILE) * (win.out[1] // TILE)
-    return (min(m_size, c_size) >= MIN_CHANNELS and m_size % 16 == 0 and tiles >= MIN_TILES
-            and all(o % TILE == 0 for o in win.out))
+        return None
+    if min(m_size, c_size) < MIN_CHANNELS or m_size % 16:
+        return None
+    for f in transforms(ctx.winograd):
+        tiles = (win.out[0] // f.tile) * (win.out[1] // f.tile)
+        if tiles >= MIN_TILES and all(o % f.tile == 0 for o in win.out):
+            return f
+    return None
 
 
-def filters(weights: np.ndarray) -> np.ndarray:
-    """``U[4a + b, c, m] = (G g_mc Gt)[a, b]`` of weights [M, C, 3, 3]."""
-    u = np.einsum("ai,mcij,bj->abcm", G.astype(np.float64), weights.astype(np.float64),
-                  G.astype(np.float64))
-    return np.ascontiguousarray(u.reshape(TAPS * TAPS, *u.shape[2:]), dtype=np.float32)
+def transforms(choice: str) -> tuple[Transform, ...]:
+    """The transforms the compile option ``choice`` tries, in order."""
+    return {"2x2": (F2,), "4x4": (F4, F2), "off": ()}[choice]
 
 
-def lower(ctx, X, W, B, win):
+def filters(f: Transform, weights: np.ndarray) -> np.ndarray:
+    """``U[t*a + b, c, m] = (G g_mc Gt)[a, b]`` of weights [M, C, 3, 3]."""
+    u = np.einsum("ai,mcij,bj->abcm", f.g, weights.astype(np.float64), f.g)
+    return np.ascontiguousarray(u.reshape(f.taps * f.taps, *u.shape[2:]), dtype=np.float32)
+
+
+def lower(ctx, X, W, B, win, f: Transform):
     """The conv as the four steps of the module docstring; its NCHW view."""
     stored = ctx.channels_last(X)
     n_size, _, _, c_size = stored.shape
     m_size = W.shape[0]
-    th_size, tw_size = win.out[0] // TILE, win.out[1] // TILE
-    span = tw_size * TILE + TAPS - TILE  # input columns the tiles read
+    m, t = f.tile, f.taps
+    th_size, tw_size = win.out[0] // m, win.out[1] // m
+    span = tw_size * m + t - m  # input columns the tiles read
     ph, pw = win.begin
-    bt = ctx.constant(BT, "winograd_bt")
+    bt = ctx.constant(f.bt.astype(np.float32), "winograd_bt")
     v = Ix.var
-    # R[n, th, a, w, c] = sum_i Bt[a, i] X[n, 2th + i - ph, w - pw, c]
-    x = Read(stored.name, (v(0), Ix(((1, TILE), (5, 1)), -ph), Ix(((3, 1),), -pw), v(4)),
+    # R[n, th, a, w, c] = sum_i Bt[a, i] X[n, m*th + i - ph, w - pw, c]
+    x = Read(stored.name, (v(0), Ix(((1, m), (5, 1)), -ph), Ix(((3, 1),), -pw), v(4)),
              "fill", 0.0)
-    rows = ctx.reduce(out_shape=(n_size, th_size, TAPS, span, c_size), init=Const(0.0),
-                      extents=(n_size, th_size, TAPS, span, c_size, TAPS),
+    rows = ctx.reduce(out_shape=(n_size, th_size, t, span, c_size), init=Const(0.0),
+                      extents=(n_size, th_size, t, span, c_size, t),
                       out_index=tuple(v(k) for k in range(5)), combiner="add",
                       expr=Call("mul", (Read(bt.name, (v(2), v(5))), x)),
                       label="winograd_rows")
-    # V[4a + b, n, TW*th + tw, c] = sum_j Bt[b, j] R[n, th, a, 2tw + j, c]
-    r = Read(rows.name, (v(2), v(3), v(0), Ix(((4, TILE), (6, 1))), v(5)))
-    tiles = ctx.reduce(out_shape=(TAPS * TAPS, n_size, th_size * tw_size, c_size),
-                       init=Const(0.0),
-                       extents=(TAPS, TAPS, n_size, th_size, tw_size, c_size, TAPS),
-                       out_index=(Ix(((0, TAPS), (1, 1))), v(2), Ix(((3, tw_size), (4, 1))),
+    # V[t*a + b, n, TW*th + tw, c] = sum_j Bt[b, j] R[n, th, a, m*tw + j, c]
+    r = Read(rows.name, (v(2), v(3), v(0), Ix(((4, m), (6, 1))), v(5)))
+    tiles = ctx.reduce(out_shape=(t * t, n_size, th_size * tw_size, c_size), init=Const(0.0),
+                       extents=(t, t, n_size, th_size, tw_size, c_size, t),
+                       out_index=(Ix(((0, t), (1, 1))), v(2), Ix(((3, tw_size), (4, 1))),
                                   v(5)),
                        combiner="add", expr=Call("mul", (Read(bt.name, (v(1), v(6))), r)),
                        label="winograd_input")
     # Mp[e, n, p, m] = sum_c V[e, n, p, c] U[e, c, m]
-    u = ctx.constant(filters(ctx.constant_value(W)), "winograd_filters")
+    u = ctx.constant(filters(f, ctx.constant_value(W)), "winograd_filters")
     pixels = th_size * tw_size
-    products = ctx.reduce(out_shape=(TAPS * TAPS, n_size, pixels, m_size), init=Const(0.0),
-                          extents=(TAPS * TAPS, n_size, pixels, m_size, c_size),
+    products = ctx.reduce(out_shape=(t * t, n_size, pixels, m_size), init=Const(0.0),
+                          extents=(t * t, n_size, pixels, m_size, c_size),
                           out_index=(v(0), v(1), v(2), v(3)), combiner="add",
                           expr=Call("mul", (Read(tiles.name, (v(0), v(1), v(2), v(4))),
                                             Read(u.name, (v(0), v(4), v(3))))),
                           label="winograd_product")
-    # Y[n, th, y, tw, x, m] = bias[m] + sum_{a, b} At[y, a] At[x, b] Mp[4a + b, n, p, m]
-    at2 = ctx.constant(np.einsum("ya,xb->yxab", AT, AT).astype(np.float32), "winograd_at")
+    # Y[n, th, y, tw, x, m] = bias[m] + sum_{a, b} At[y, a] At[x, b] Mp[t*a + b, n, p, m]
+    at2 = ctx.constant(np.einsum("ya,xb->yxab", f.at, f.at).astype(np.float32), "winograd_at")
     init = Const(0.0) if B is None else Read(B.name, (v(5),))
-    mp = Read(products.name, (Ix(((6, TAPS), (7, 1))), v(0), Ix(((1, tw_size), (3, 1))), v(5)))
-    out = ctx.reduce(out_shape=(n_size, th_size, TILE, tw_size, TILE, m_size), init=init,
-                     extents=(n_size, th_size, TILE, tw_size, TILE, m_size, TAPS, TAPS),
+    mp = Read(products.name, (Ix(((6, t), (7, 1))), v(0), Ix(((1, tw_size), (3, 1))), v(5)))
+    out = ctx.reduce(out_shape=(n_size, th_size, m, tw_size, m, m_size), init=init,
+                     extents=(n_size, th_size, m, tw_size, m, m_size, t, t),
                      out_index=tuple(v(k) for k in range(6)), combiner="add",
                      expr=Call("mul", (Read(at2.name, (v(2), v(4), v(6), v(7))), mp)),
                      label="winograd_output")
