@@ -166,3 +166,25 @@ def test_a_producer_read_twice_is_inlined_once():
     first, second = statement.body.args
     assert first is second.args[0]  # c and sigmoid's argument: the same subtree
     check(model)
+
+
+def wide_sum(perm):
+    """Sum of 9 inputs (a producer of 9 reads), then Relu over it read in ``perm`` order
+    (a Transpose, a View, read by the Relu)."""
+    names = [f"x{k}" for k in range(9)]
+    nodes = [helper.make_node("Sum", names, ["s"]),
+             helper.make_node("Transpose", ["s"], ["t"], perm=perm),
+             helper.make_node("Relu", ["t"], ["y"])]
+    return make_model(nodes, [(n, [4, 5, 32]) for n in names], ["y"])
+
+
+@pytest.mark.parametrize("perm, inlined", [([0, 1, 2], True), ([0, 2, 1], False),
+                                           ([2, 0, 1], False)])
+def test_a_wide_producer_is_not_inlined_into_a_transposing_reader(perm, inlined):
+    """A producer of more than 8 reads is inlined into a consumer that walks it in its
+    own order, not into one whose innermost loop moves another of its dims (its sum would
+    then run strided); results match onnxruntime either way."""
+    scop, notes = inline_temporaries(scop_of(wide_sum(perm)))
+    assert bool(notes) == inlined
+    assert len(scop.statements) == (1 if inlined else 2)
+    check(wide_sum(perm))

