@@ -231,6 +231,24 @@ def test_an_operand_read_through_divisions_keeps_the_recipe():
     assert (c.i, c.j, c.k) == (1, 2, 3)
 
 
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_a_matrix_vector_product_with_constant_weights_takes_the_recipe(trans_b):
+    """Batch 1 (no row loop: a classifier), constant weights: the recipe with a tile of
+    one row and 128 columns, the weights packed at compile time (a 9216 -> 4096 Gemm,
+    1 thread: 12.8 -> 6.2 ms, onnxruntime 6.4); bit for bit the untiled sums without
+    fast-math, onnxruntime's within 1e-4 with it."""
+    model = weight_model(1, 700, 300, trans_b=trans_b)
+    compiled = polyc.compile(model)
+    (note,) = contraction_notes(compiled)
+    assert "w packed into w_packed at compile time, register tile 1x128," in note
+    inputs = random_inputs(model, seed=6)
+    exact = polyc.compile(model, fast_math=False).run(inputs)["y"]
+    np.testing.assert_array_equal(exact, polyc.compile(model, tile=False, fast_math=False)
+                                  .run(inputs)["y"])
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=1e-4)
+
+
 def test_bad_blocking_is_refused():
     model = matmul_model(8, 8, 32)
     for bad, message in [((3, 20, 6, 40, 8), "nr must be a multiple of 16"),

@@ -219,9 +219,10 @@ def test_direct_conv_with_channels_in_the_lanes(case, threads):
     packed at compile time with the kernel loops (c, kh, kw) inside the register tile
     of 6 to 8 pixels x 32 channels; the output is that tensor, stored channels-last,
     so the Relu before the graph output (NCHW) joins the copy that transposes it, tiled
-    as a transpose; results match onnxruntime."""
+    as a transpose; results match onnxruntime. (The 7x7 case would run by Winograd:
+    ``winograd="off"``.)"""
     model = _conv_relu(*DIRECT_CASES[case])
-    compiled = polyc.compile(model, threads=threads)
+    compiled = polyc.compile(model, threads=threads, winograd="off")
     decisions = compiled.schedule.decisions
     assert any(re.match(r"tiling: contraction S\d_conv_transposed_update: w packed into "
                         r"w_packed at compile time, register tile [2-8]x32", d)
@@ -256,6 +257,8 @@ WINOGRAD_CASES = {  # (x, first conv to C channels, second conv, its attrs, bias
     "batch2_no_bias": ((2, 16, 10, 8), 80, (96, 80, 3, 3), {"pads": [1, 1, 1, 1]}, False),
     "asymmetric_pads": ((1, 16, 11, 12), 64, (64, 64, 3, 3), {"pads": [0, 2, 3, 0]}, True),
     "valid": ((1, 16, 14, 18), 64, (128, 64, 3, 3), {}, True),
+    "odd_7x7_cropped": ((1, 16, 7, 7), 64, (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}, True),
+    "odd_13x11_cropped": ((1, 16, 13, 11), 64, (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}, False),
 }
 
 
@@ -277,14 +280,16 @@ def test_winograd_conv_matches_onnxruntime(case, threads):
     """A 3x3 stride-1 conv over a channels-last input, 64 or more channels each side and
     16 or more 2x2 output tiles, is Winograd's F(2x2, 3x3): input transform in two
     passes, 16 products (tiles x C) @ (C x M), each with the contraction recipe and its
-    filters packed at compile time, and an output transform; results match
+    filters packed at compile time, and an output transform (of whole tiles: an odd
+    output size is cropped from them, 7x7 from 8x8); results match
     onnxruntime's within 1e-5 of the largest output (other rounding than a direct
     conv's: G holds halves and the sums run in another order)."""
     model = _channels_last_conv_pair(*WINOGRAD_CASES[case])
     labels = [op.label for op in import_model(model).ops]
+    crop = ["winograd_crop"] if "cropped" in case else []
     assert [label for label in labels if label.startswith("winograd_")] == [
         "winograd_rows", "winograd_input", "winograd_tiles", "winograd_product",
-        "winograd_output"]
+        "winograd_output"] + crop
     compiled = polyc.compile(model, threads=threads)
     assert any(re.match(r"tiling: contraction S\d+_winograd_product_update: (winograd_filters"
                         r"\d*) packed into \1_packed at compile time", d)
@@ -357,12 +362,12 @@ def test_cli_winograd_option(tmp_path, capsys):
 
 @pytest.mark.parametrize("x_shape, c_size, w_shape, attrs", [
     ((1, 16, 12, 12), 32, (64, 32, 3, 3), {"pads": [1, 1, 1, 1]}),   # 32 input channels
-    ((1, 16, 11, 11), 64, (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}),   # odd output rows
+    ((1, 16, 5, 9), 64, (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}),     # 5x9 as 6x10: 1.33x
     ((1, 16, 6, 6), 64, (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}),     # 9 tiles
     ((1, 16, 12, 12), 64, (64, 64, 3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2]}),
 ])
 def test_convs_that_winograd_does_not_pay_for_stay_direct(x_shape, c_size, w_shape, attrs):
-    """Fewer than 64 channels, an odd output size, fewer than 16 tiles, a dilation: the
+    """Fewer than 64 channels, 15 tiles, fewer than 16 tiles, a dilation: the
     direct conv, whose sums of 288-576 products match onnxruntime's within 1e-5 of the
     largest output."""
     model = _channels_last_conv_pair(x_shape, c_size, w_shape, attrs, True)

@@ -118,6 +118,8 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
     c = _roles(statement, extents, moving_dims(statement.domain, scop), *strides, x, y)
     if c is None or quasi and quasi != [c.a]:
         return None  # b is packed or read as it is: its strides must be known
+    if c.extents[c.i] == 1 and scop.array(statement.reads[c.b].array).kind != "constant":
+        return None  # one row: packing b at run time would cost what the product does
     if guarded and (guarded != [c.b] or c.inner or statement.reads[c.b].lookup is not None):
         return None  # a factor read with a border (padding) is only read from its packing
     if c.inner and not c.b_contiguous and \
@@ -238,9 +240,12 @@ def _roles(statement, extents, dims, write, x, y, read_x: int, read_y: int
         return None
     (a, b), (sa, sb) = ((read_y, read_x), (y, x)) if x[j] else ((read_x, read_y), (x, y))
     rows = sorted((abs(write[d]), d) for d in dims if d not in (j, k) and sa[d] and not sb[d])
-    if not rows:
+    single = [d for d in range(len(extents)) if extents[d] == 1 and d not in (j, *reduction)]
+    if not rows and not single:
         return None
-    i = rows[0][1]
+    # no row loop: a matrix-vector product (a classifier at batch 1), one row, the last
+    # loop of one iteration
+    i = rows[0][1] if rows else single[-1]
     batch = tuple(d for d in range(len(extents)) if d not in (i, j, *reduction))
     return Contraction(statement, i, j, k, batch, a, b, tuple(extents), tuple(reduction[1:]),
                        sb[j] == 1, tuple(d for d in batch if sb[d]))

@@ -119,6 +119,10 @@ F4 = toom_cook((0, 1, -1, 2, Fraction(-1, 2)), 4)
 # against 0.044 direct, 256 channels at 2x2 (one tile) 0.095 against 0.072.
 MIN_CHANNELS = 64
 MIN_TILES = 16
+# Output rows or columns that are not whole tiles (7x7, 13x13) are computed as whole
+# ones and cropped, when that computes at most this many times the output pixels
+# (7x7 as 8x8: 1.31).
+MAX_WASTE = 1.35
 # The choices (compile option ``winograd``) and the transforms each tries, the first
 # that fits. F(4x4, 3x3) is opt-in: over 64-256 channels its results were 2-3.5e-6 of
 # the largest output off onnxruntime's (a direct conv's 1.1-1.8e-6, F(2x2)'s 0.5-0.6e-6),
@@ -130,8 +134,8 @@ DEFAULT = "2x2"
 def transform(ctx, X, W, B, win, groups: int) -> Transform | None:
     """The transform the conv of ``X`` by ``W`` (and ``B``) over ``win`` runs by, or None:
     a 2-D 3x3 kernel, stride and dilation 1, one group, constant weights and bias, enough
-    channels (:data:`MIN_CHANNELS`) and whole output tiles,
-    at least :data:`MIN_TILES` of them."""
+    channels (:data:`MIN_CHANNELS`) and at least :data:`MIN_TILES` output tiles, partial ones
+    computing at most :data:`MAX_WASTE` times the output pixels."""
     if groups != 1 or win.rank != 2 or tuple(W.shape[2:]) != (3, 3):
         return None
     if set(win.strides) != {1} or set(win.dilations) != {1}:
@@ -146,8 +150,9 @@ def transform(ctx, X, W, B, win, groups: int) -> Transform | None:
     if min(m_size, c_size) < MIN_CHANNELS or m_size % 16:
         return None
     for f in transforms(ctx.winograd):
-        tiles = (win.out[0] // f.tile) * (win.out[1] // f.tile)
-        if tiles >= MIN_TILES and all(o % f.tile == 0 for o in win.out):
+        th_size, tw_size = (-(-o // f.tile) for o in win.out)
+        computed = th_size * tw_size * f.tile * f.tile
+        if th_size * tw_size >= MIN_TILES and computed <= MAX_WASTE * win.out[0] * win.out[1]:
             return f
     return None
 
@@ -176,7 +181,7 @@ def lower(ctx, X, W, B, win, f: Transform):
     n_size, _, _, c_size = stored.shape
     m_size = W.shape[0]
     m, t = f.tile, f.taps
-    th_size, tw_size = win.out[0] // m, win.out[1] // m
+    th_size, tw_size = (-(-o // m) for o in win.out)
     span = tw_size * m + t - m  # input columns the tiles read
     ph, pw = win.begin
     bt = ctx.constant(f.bt.astype(np.float32), "winograd_bt")
@@ -213,7 +218,12 @@ def lower(ctx, X, W, B, win, f: Transform):
         terms.insert(0, Read(B.name, (v(5),)))
     out = ctx.map((n_size, th_size, m, tw_size, m, m_size), _sum(terms),
                   label="winograd_output")
-    pixels_last = ctx.view(out, (n_size, win.out[0], win.out[1], m_size), label="winograd")
+    full = (n_size, th_size * m, tw_size * m, m_size)
+    pixels_last = ctx.view(out, full, label="winograd")
+    if full[1:3] != tuple(win.out):  # partial tiles at the end: their pixels dropped
+        pixels_last = ctx.map((n_size, *win.out, m_size),
+                              Read(pixels_last.name, tuple(v(d) for d in range(4))),
+                              label="winograd_crop")
     return ctx.as_channels_last(pixels_last, label="conv")
 
 
