@@ -336,6 +336,24 @@ def test_winograd_conv_over_an_nchw_input_copies_it_channels_last():
                                atol=1e-5 * np.abs(want).max())
 
 
+def test_winograd_conv_with_a_symbolic_batch():
+    """One compiled Winograd conv for every batch size (a symbolic dim): batches 1 and 3
+    match onnxruntime within 1e-5 of the largest output."""
+    model = _channels_last_conv_pair((1, 16, 10, 12), 64, (64, 64, 3, 3), {"pads": [1] * 4},
+                                     True)
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    model.graph.output[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    del model.graph.value_info[:]  # inferred for batch 1
+    compiled = polyc.compile(model, symbolic=["batch"])
+    assert any(op.label == "winograd_product" for op in compiled.compilation.graph.ops)
+    rng = np.random.default_rng(3)
+    for batch in (1, 3):
+        inputs = {"x": rng.standard_normal((batch, 16, 10, 12)).astype(np.float32)}
+        want = run_onnxruntime(model, inputs)["y"]
+        np.testing.assert_allclose(compiled.run(inputs)["y"], want, rtol=RTOL,
+                                   atol=1e-5 * np.abs(want).max())
+
+
 def test_cli_winograd_option(tmp_path, capsys):
     """``--winograd`` reaches the frontend (the manifest of a compiled artifact records
     it); its choices are the frontend's; another value is an argparse error."""
