@@ -27,9 +27,9 @@ from polyc.codegen.llvm import ENTRY, emit_module
 from polyc.codegen.profile import parts as profile_parts
 from polyc.errors import PolycError
 from polyc.frontend import import_model
+from polyc.frontend.core import Graph
 from polyc.frontend.ops.winograd import CHOICES as WINOGRAD_CHOICES
 from polyc.frontend.ops.winograd import DEFAULT as DEFAULT_WINOGRAD
-from polyc.frontend.core import Graph
 from polyc.fusion.groups import FusionGroups, fuse
 from polyc.fusion.inline import inline_temporaries
 from polyc.scheduler import ScheduleResult, check_legality, schedule

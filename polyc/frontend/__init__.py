@@ -16,11 +16,13 @@ from polyc.frontend.core import Graph
 from polyc.frontend.evaluate import evaluate
 from polyc.frontend.load import load_model
 from polyc.frontend.lower import check_graph, lower
+from polyc.frontend.ops import winograd as winograd_choice
 
 
 def import_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None,
                  dims: Mapping[str, int] | None = None,
-                 symbolic: Sequence[str] | None = None, winograd: str = "2x2") -> Graph:
+                 symbolic: Sequence[str] | None = None,
+                 winograd: str = winograd_choice.DEFAULT) -> Graph:
     """The core Graph of an ONNX model (a path, bytes or ``onnx.ModelProto``).
 
     ``shapes`` maps input names to static shapes, overriding dynamic dims; ``dims``

@@ -19,11 +19,12 @@ from polyc.frontend import channels_last, core, shape_values
 from polyc.frontend.core import Call, Graph, Map, Read, Reduce, TensorInfo, View
 from polyc.frontend.load import OnnxGraph
 from polyc.frontend.ops import NodeContext, lookup
+from polyc.frontend.ops import winograd as winograd_choice
 from polyc.frontend.ops.registry import attribute_values, node_name
 from polyc.frontend.symbolic import Sym, SymbolicDimError, dim
 
 
-def lower(graph: OnnxGraph, *, winograd: str = "2x2") -> Graph:
+def lower(graph: OnnxGraph, *, winograd: str = winograd_choice.DEFAULT) -> Graph:
     """The core-op Graph of ``graph`` (static inputs, clean-up done); ``winograd`` as
     :func:`polyc.frontend.import_model` takes it."""
     check_supported(graph)
@@ -54,7 +55,7 @@ class LoweringContext:
     ``view``). It is the one mutable object of the frontend and lives for one ``lower``.
     """
 
-    def __init__(self, graph: OnnxGraph, *, winograd: str = "2x2"):
+    def __init__(self, graph: OnnxGraph, *, winograd: str = winograd_choice.DEFAULT):
         self.opset = graph.opset
         self.winograd = winograd  # how 3x3 convs that qualify run (ops/winograd.py)
         self._graph = graph

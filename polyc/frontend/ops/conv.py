@@ -33,8 +33,8 @@ from dataclasses import replace
 import numpy as np
 
 from polyc.frontend.core import Call, Const, Ix, Read, identity_index
-from polyc.frontend.ops.indexing import size
 from polyc.frontend.ops import winograd
+from polyc.frontend.ops.indexing import size
 from polyc.frontend.ops.registry import onnx_op
 from polyc.frontend.ops.window import (
     AUTO_PADS,

@@ -30,13 +30,15 @@ onnxruntime, F(4x4) by a few times more (see :data:`CHOICES`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from polyc.frontend import channels_last
 from polyc.frontend.core import Call, Const, Ix, Read
-
+from polyc.frontend.ops.elementwise import fold
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ def toom_cook(points, tile: int) -> Transform:
     taps = tile + 2
     pts = [Fraction(p) for p in points]
     at = [[p ** j for p in pts] + [Fraction(j == tile - 1)] for j in range(tile)]
-    g = [[p ** j / _product(p - q for q in pts if q != p) for j in range(3)] for p in pts]
+    g = [[p ** j / math.prod(p - q for q in pts if q != p) for j in range(3)] for p in pts]
     g.append([Fraction(0), Fraction(0), Fraction(1)])
     # for each input position i: sum_k at[y][k] g[k][r] bt[k][i] = (i == y + r)
     rows = [[at[y][k] * g[k][r] for k in range(taps)] for y in range(tile) for r in range(3)]
@@ -75,13 +77,6 @@ def toom_cook(points, tile: int) -> Transform:
                for i in range(taps)]
     bt = [[columns[i][k] for i in range(taps)] for k in range(taps)]
     return Transform(*(np.array(m, np.float64) for m in (bt, g, at)))
-
-
-def _product(values) -> Fraction:
-    result = Fraction(1)
-    for value in values:
-        result *= value
-    return result
 
 
 def _solve(rows: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction]:
@@ -174,9 +169,8 @@ def lower(ctx, X, W, B, win, f: Transform):
     so, against 1.4 ms for the conv."""
     stored = ctx.channels_last(X)
     if stored is None:
-        n_size, c_size, h_size, w_size = X.shape
-        stored = ctx.map((n_size, h_size, w_size, c_size),
-                         Read(X.name, (Ix.var(0), Ix.var(3), Ix.var(1), Ix.var(2))),
+        stored = ctx.map(channels_last.nhwc(X.shape),
+                         Read(X.name, tuple(Ix.var(d) for d in channels_last.TO_NCHW)),
                          label="winograd_nhwc")
     n_size, _, _, c_size = stored.shape
     m_size = W.shape[0]
@@ -187,17 +181,17 @@ def lower(ctx, X, W, B, win, f: Transform):
     bt = ctx.constant(f.bt.astype(np.float32), "winograd_bt")
     v, k = Ix.var, Ix.constant
     # R[n, th, a, w, c] = sum_i Bt[a, i] X[n, m*th + i - ph, w - pw, c]
-    rows = ctx.map((n_size, th_size, t, span, c_size), _sum(
+    rows = ctx.map((n_size, th_size, t, span, c_size), fold("add", (
         Call("mul", (Read(bt.name, (v(2), k(i))),
                      Read(stored.name, (v(0), Ix(((1, m),), i - ph), Ix(((3, 1),), -pw), v(4)),
                           "fill", 0.0)))
-        for i in range(t)), label="winograd_rows")
+        for i in range(t))), label="winograd_rows")
     # V[t*a + b, n, TW*th + tw, c] = sum_j Bt[b, j] R[n, th, a, m*tw + j, c], as a Map
     # over (a, b, n, th, tw, c) into V viewed [t, t, N, TH, TW, C]
-    tiles = ctx.map((t, t, n_size, th_size, tw_size, c_size), _sum(
+    tiles = ctx.map((t, t, n_size, th_size, tw_size, c_size), fold("add", (
         Call("mul", (Read(bt.name, (v(1), k(j))),
                      Read(rows.name, (v(2), v(3), v(0), Ix(((4, m),), j), v(5)))))
-        for j in range(t)), label="winograd_input")
+        for j in range(t))), label="winograd_input")
     tiles = ctx.view(tiles, (t * t, n_size, th_size * tw_size, c_size), label="winograd_tiles")
     # Mp[e, n, p, m] = sum_c V[e, n, p, c] U[e, c, m]
     u = ctx.constant(filters(f, ctx.constant_value(W)), "winograd_filters")
@@ -216,7 +210,7 @@ def lower(ctx, X, W, B, win, f: Transform):
              for a in range(t) for b in range(t)]
     if B is not None:
         terms.insert(0, Read(B.name, (v(5),)))
-    out = ctx.map((n_size, th_size, m, tw_size, m, m_size), _sum(terms),
+    out = ctx.map((n_size, th_size, m, tw_size, m, m_size), fold("add", terms),
                   label="winograd_output")
     full = (n_size, th_size * m, tw_size * m, m_size)
     pixels_last = ctx.view(out, full, label="winograd")
@@ -225,12 +219,3 @@ def lower(ctx, X, W, B, win, f: Transform):
                               Read(pixels_last.name, tuple(v(d) for d in range(4))),
                               label="winograd_crop")
     return ctx.as_channels_last(pixels_last, label="conv")
-
-
-def _sum(terms):
-    """``t0 + t1 + ...`` as nested adds, left to right."""
-    terms = list(terms)
-    total = terms[0]
-    for term in terms[1:]:
-        total = Call("add", (total, term))
-    return total
