@@ -110,6 +110,22 @@ def test_depthwise_conv_over_channels_last_reads_taps_along_channels(stride):
         assert_matches(model, **options)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_depthwise_conv_over_channels_last_is_tiled_one_vector_of_channels_wide(threads):
+    """The channels-last depthwise Map (48 channels, 5x5 taps at 20x20) is tiled 16
+    channels (one vector, its weights in registers) by 16x16 pixels; with SiLU after
+    it, inlined, and two channel vectors' worth of tiles left over at the edges."""
+    net = Net(16, 20)
+    a = net.node("Relu", net.conv("x", 16, 48, 3))
+    d = net.conv(a, 48, 48, 5, group=48)
+    s = net.node("Mul", d, net.node("Sigmoid", d))
+    model = net.model(net.conv(s, 48, 16, 1))
+    compiled = assert_matches(model, threads=threads)
+    bands = [d for d in compiled.schedule.decisions
+             if re.match(r"tiling: band of S\d+_mul: tiles", d)]
+    assert bands == [bands[0]] and bands[0].endswith("tiles 16x16x16x16"), bands
+
+
 def test_depthwise_taps_outside_the_input_load_at_an_address_inside_it():
     """A tap of a channels-last depthwise conv is inside the input for all its lanes
     (channels) or for none, so its masked load is addressed at the clamped pixel, never
