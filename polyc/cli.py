@@ -407,7 +407,7 @@ def bench_command(args) -> None:
     if not is_onnx(args.target):
         return
     try:
-        theirs = onnxruntime_seconds(args.target, inputs, args.repeat)
+        theirs = onnxruntime_seconds(args.target, inputs, args.repeat, args.threads)
     except Exception as error:  # noqa: BLE001 - a comparison, not polyc's own failure
         print(f"onnxruntime  failed: {type(error).__name__}: {one_line(error)}")
         return
@@ -445,12 +445,18 @@ def median_seconds(run, repeat: int) -> float:
     return statistics.median(times)
 
 
-def onnxruntime_seconds(path: str, inputs: dict, repeat: int) -> float | None:
+def onnxruntime_seconds(path: str, inputs: dict, repeat: int, threads: int | None
+                        ) -> float | None:
+    """onnxruntime's median time on ``threads`` threads (its default when None): polyc
+    compiled with ``--threads 1`` had been timed against onnxruntime on both cores."""
     try:
         import onnxruntime
     except ImportError:
         return None
-    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    options = onnxruntime.SessionOptions()
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     return median_seconds(lambda: session.run(None, inputs), repeat)
 
 

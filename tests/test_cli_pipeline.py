@@ -130,6 +130,27 @@ def test_bench_onnx_compares_with_onnxruntime():
     assert re.search(r"^speedup .* x", done.stdout, re.MULTILINE)
 
 
+def test_bench_times_onnxruntime_on_the_threads_given(monkeypatch, capsys):
+    """``--threads 1`` compiles polyc serial and gives onnxruntime one intra-op thread
+    too (it had run on every core against serial polyc)."""
+    ort = pytest.importorskip("onnxruntime")
+    from polyc import cli
+
+    seen = []
+    real = ort.InferenceSession
+
+    def session(path, options=None, **kwargs):
+        seen.append(options.intra_op_num_threads if options is not None else None)
+        return real(path, options, **kwargs)
+
+    monkeypatch.setattr(ort, "InferenceSession", session)
+    assert cli.main(["bench", str(MLP), "--repeat", "3", "--threads", "1"]) == 0
+    assert seen == [1]
+    assert cli.main(["bench", str(MLP), "--repeat", "3"]) == 0
+    assert seen == [1, 0]  # onnxruntime's default: one thread per core
+    assert "speedup" in capsys.readouterr().out
+
+
 def test_not_an_onnx_file(tmp_path):
     path = tmp_path / "text.onnx"
     path.write_text("not a model\n")
