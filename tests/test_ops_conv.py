@@ -561,6 +561,27 @@ def test_depthwise_interior_and_border(case):
     assert_compiled_matches(compiled, model)
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_conv_with_narrow_rows_over_an_nchw_input_runs_channels_last(stride):
+    """32 channels at 7x7 (or 13x13 to 7x7 at stride 2) over the NCHW graph input: rows
+    narrower than NARROW_ROWS, so the input is copied channels-last and the window
+    summed along channels; 14-wide rows (or 24 channels) stay NCHW."""
+    def model(channels, size):
+        weights = [weight("w", (channels, 1, 5, 5), 1), weight("b", (channels,), 2)]
+        return single_node_model("Conv", (1, channels, size, size), weights, group=channels,
+                                 pads=[2, 2, 2, 2], kernel_shape=[5, 5],
+                                 strides=[stride, stride])
+
+    def labels(m):
+        return {op.label for op in import_model(m).ops}
+
+    narrow = model(32, 7 if stride == 1 else 13)
+    assert "depthwise_nhwc" in labels(narrow)
+    assert_matches(narrow)
+    assert "depthwise_nhwc" not in labels(model(32, 14 * stride))
+    assert "depthwise_nhwc" not in labels(model(24, 7))
+
+
 def test_depthwise_map_sums_in_the_reduce_order(monkeypatch):
     """Without fast-math the Map gives the Reduce's sums bit for bit (same order)."""
     model = single_node_model("Conv", (1, 3, 21, 19), [weight("w", (3, 1, 3, 3), 1),

@@ -164,6 +164,15 @@ class LoweringContext:
         self._channels_last[view.name] = stored
         return view
 
+    def stored_channels_last(self, tensor: TensorInfo, *, label: str) -> TensorInfo:
+        """The [N, H, W, C] storage of ``tensor``: its own when it is stored channels-last,
+        else a copy (a Map labelled ``label``)."""
+        stored = self.channels_last(tensor)
+        if stored is not None:
+            return stored
+        index = tuple(core.Ix.var(d) for d in channels_last.TO_NCHW)
+        return self.map(channels_last.nhwc(tensor.shape), Read(tensor.name, index), label=label)
+
     def channels_first(self, tensor: TensorInfo) -> TensorInfo:
         """``tensor`` in NCHW order: itself, or for a channels-last one a copy (one per
         tensor)."""

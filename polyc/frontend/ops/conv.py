@@ -47,6 +47,10 @@ from polyc.frontend.ops.window import (
 
 # Depthwise kernels of at most this many positions (7x7) are summed in one statement.
 UNROLLED_KERNEL = 49
+# A depthwise conv over an NCHW input (a graph input) whose output rows are narrower
+# than this is run over a channels-last copy of it, vectorized along channels: its NCHW
+# rows are one vector each, mostly masked lanes.
+NARROW_ROWS = 12
 # A 2-D conv with a kernel larger than 1x1 to a multiple of DIRECT_CHANNELS output
 # channels (a vector's lanes) is direct, channels in the lanes (_direct), at any stride
 # and size. 3x3 convs + Relu, 1 thread, time over onnxruntime's, the flat direct conv
@@ -105,8 +109,11 @@ def Conv(ctx, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
                  pads=pads, auto_pad=auto_pad)
     if groups == X.shape[1] == W.shape[0]:
         value = ctx.constant_value(W)
-        if (ctx.channels_last(X) is not None and value is not None and win.rank == 2
-                and size(win.kernel) <= UNROLLED_KERNEL):
+        taps = value is not None and win.rank == 2 and size(win.kernel) <= UNROLLED_KERNEL
+        if taps and ctx.channels_last(X) is None and _narrow_rows(X, win):
+            X = ctx.as_channels_last(ctx.stored_channels_last(X, label="depthwise_nhwc"),
+                                     label="depthwise_nhwc")
+        if taps and ctx.channels_last(X) is not None:
             # taps read along channels (the vector lanes): weights [kh, kw, c]
             weights = ctx.constant(value[:, 0].transpose(1, 2, 0).copy(), "conv_taps")
             return _depthwise_map(ctx, X, weights, B, win, taps_last=False)
@@ -426,6 +433,15 @@ def _flat_pixel(out: tuple[int, ...], first: int) -> Ix:
     for d in range(len(out) - 2, -1, -1):
         strides[d] = strides[d + 1] * out[d + 1]
     return Ix(tuple((first + d, stride) for d, stride in enumerate(strides)))
+
+
+def _narrow_rows(X, win: Window) -> bool:
+    """Whether an NCHW depthwise conv's output rows are narrower than NARROW_ROWS (most
+    of each row vector's lanes masked) over whole vectors of channels (see
+    NARROW_ROWS)."""
+    channels = X.shape[1]
+    return (isinstance(channels, int) and channels % DIRECT_CHANNELS == 0
+            and isinstance(win.out[-1], int) and win.out[-1] < NARROW_ROWS)
 
 
 def _depthwise(ctx, src, weights, B, win: Window, *, bounded: bool = False):
