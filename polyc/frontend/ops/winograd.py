@@ -36,7 +36,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from polyc.frontend import channels_last
 from polyc.frontend.core import Call, Const, Ix, Read
 from polyc.frontend.ops.elementwise import fold
 
