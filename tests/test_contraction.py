@@ -249,6 +249,25 @@ def test_a_matrix_vector_product_with_constant_weights_takes_the_recipe(trans_b)
                                rtol=RTOL, atol=1e-4)
 
 
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_a_short_matrix_vector_product_takes_the_recipe_when_its_weights_run_across(trans_b):
+    """48 reduction steps (a squeeze-excite's 1x1 conv 48 -> 1152 on one pixel): with
+    the weights ``[n, k]`` read across the lanes (transB) the recipe packs them (the
+    plain loops ran at 1.8 GFLOP/s); read along the lanes as they are, fewer than KC
+    steps keep the plain loops."""
+    model = weight_model(1, 48, 1152, trans_b=trans_b)
+    compiled = polyc.compile(model)
+    notes = contraction_notes(compiled)
+    if trans_b:
+        (note,) = notes
+        assert "w packed into w_packed at compile time, register tile 1x128," in note
+    else:
+        assert notes == []
+    inputs = random_inputs(model, seed=7)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=1e-4)
+
+
 def test_bad_blocking_is_refused():
     model = matmul_model(8, 8, 32)
     for bad, message in [((3, 20, 6, 40, 8), "nr must be a multiple of 16"),

@@ -80,7 +80,9 @@ NARROW_DIRECT_ACCUMULATORS = 16
 # tile of all of them and as many vectors as make ACCUMULATORS, at most FEW_ROWS_VECTORS
 # (the loads of B per step: 2 per cycle keep pace with the FMAs), when the reduction has
 # at least KC steps (examples/mlp.onnx, 4x64 @ 64x128, took 1.31-1.34x onnxruntime's
-# time with the recipe, 1.26-1.29x without).
+# time with the recipe, 1.26-1.29x without) or B is not read along the lanes as it is
+# (a squeeze-excite's 1x1 conv 48 -> 1152 on one pixel, its weights [m, c] read
+# across j, ran the plain loops at 1.8 GFLOP/s).
 ACCUMULATORS = 24
 FEW_ROWS_VECTORS = 8
 # Run in parallel, a contraction has up to this many column blocks (nc) of whole
@@ -166,7 +168,7 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
                  if m % t[0] == 0 and columns(t) == 0]
         if exact:
             mr, nr = max(exact, key=lambda t: t[0] * t[1])
-    if m < min(t[0] for t in tiles) and n >= LANES and k >= KC:  # all the rows, if long
+    if m < min(t[0] for t in tiles) and n >= LANES and (k >= KC or not c.b_contiguous):
         mr, nr = m, LANES * max(1, min(FEW_ROWS_VECTORS, ACCUMULATORS // m, n // LANES))
     if c.direct:  # a direct conv, its weights packed
         if n >= PACKED_DIRECT_COLUMNS:
