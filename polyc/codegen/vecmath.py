@@ -187,10 +187,7 @@ def _exp_clamped(b: ir.IRBuilder, x, *, upper: bool) -> ir.Value:
     p = _horner(b, r, EXP_POLY)
     er = b.fadd(_fma(b, p, b.fmul(r, r), r), fconst(typ, 1.0))
     if direct:
-        fn = b.module.declare_intrinsic(
-            "llvm.x86.avx512.mask.scalef.ps.512",
-            fnty=ir.FunctionType(typ, [typ, typ, typ, ir.IntType(16), I32]))
-        return b.call(fn, [er, nf, er, ir.Constant(ir.IntType(16), -1), ir.Constant(I32, 4)])
+        return _scalef(b, er, nf)
     result = _ldexp(b, er, b.fptosi(nf, int_type(typ)))
     return b.select(_is_nan(b, x), x, result)
 
@@ -200,6 +197,15 @@ def _scale_vector(typ: ir.Type) -> bool:
     scaling is one ``vscalefps`` of a float exponent (``llvm.ldexp`` takes an integer
     one: two conversions)."""
     return isinstance(typ, ir.VectorType) and typ.count == 16 and scalef_available()
+
+
+def _scalef(b: ir.IRBuilder, y, n) -> ir.Value:
+    """y * 2^n for 16 lanes, ``n`` an integral float (``vscalefps``, all lanes, the
+    current rounding mode)."""
+    typ, mask = y.type, ir.IntType(16)
+    fn = b.module.declare_intrinsic("llvm.x86.avx512.mask.scalef.ps.512",
+                                    fnty=ir.FunctionType(typ, [typ, typ, typ, mask, I32]))
+    return b.call(fn, [y, n, y, ir.Constant(mask, -1), ir.Constant(I32, 4)])
 
 
 def _above(b: ir.IRBuilder, x, low: float) -> ir.Value:

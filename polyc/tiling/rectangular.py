@@ -181,9 +181,10 @@ def _channel_window(scop: Scop, band: isl.ScheduleNode) -> bool:
         coefs = access_coefficients(scop, access)
         return None if coefs is None else member_strides(rows, coefs, moving)
 
-    inner = [0] * (len(rows) - 1) + [1]
-    return strides(statement.write) == [*strides(statement.write)[:-1], 1] and any(
-        scop.array(r.array).kind == "constant" and strides(r) == inner
+    write = strides(statement.write)
+    along_inner = [0] * (len(rows) - 1) + [1]
+    return write is not None and write[-1] == 1 and any(
+        scop.array(r.array).kind == "constant" and strides(r) == along_inner
         for r in statement.reads)
 
 
