@@ -113,8 +113,8 @@ def test_depthwise_conv_over_channels_last_reads_taps_along_channels(stride):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_depthwise_conv_over_channels_last_is_tiled_one_vector_of_channels_wide(threads):
     """The channels-last depthwise Map (48 channels, 5x5 taps at 20x20) is tiled 16
-    channels (one vector, its weights in registers) by 16x16 pixels; with SiLU after
-    it, inlined, and two channel vectors' worth of tiles left over at the edges."""
+    channels (one vector, its weights in registers) by 16x16 pixels, with SiLU after
+    it, inlined; 20 pixels a side leave partial tiles of 4 at the edges."""
     net = Net(16, 20)
     a = net.node("Relu", net.conv("x", 16, 48, 3))
     d = net.conv(a, 48, 48, 5, group=48)

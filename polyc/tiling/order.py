@@ -38,16 +38,23 @@ def access_strides(scop: Scop, band: isl.ScheduleNode) -> list[list[int]]:
     found = []
     for relation in union_maps(band.band_get_partial_schedule_union_map()
                                .intersect_domain(band.get_domain())):
-        statement = scop.statement(relation.get_tuple_name(isl.dim_type.in_))
-        rows = band_rows(relation)
-        if rows is None:
-            continue
-        moving = moving_dims(statement.domain, scop)
-        for access in (statement.write,) + statement.reads:
-            coefs = access_coefficients(scop, access)
-            strides = None if coefs is None else member_strides(rows, coefs, moving)
-            if strides is not None:
-                found.append(strides)
+        found += [s for s in statement_strides(scop, relation) or () if s is not None]
+    return found
+
+
+def statement_strides(scop: Scop, relation: isl.Map) -> list[list[int] | None] | None:
+    """For one statement's band rows ``relation``: per access, write first, then the
+    reads in order, its stride along each member (None where not affine); None when the
+    rows are not affine."""
+    rows = band_rows(relation)
+    if rows is None:
+        return None
+    statement = scop.statement(relation.get_tuple_name(isl.dim_type.in_))
+    moving = moving_dims(statement.domain, scop)
+    found = []
+    for access in (statement.write,) + statement.reads:
+        coefs = access_coefficients(scop, access)
+        found.append(None if coefs is None else member_strides(rows, coefs, moving))
     return found
 
 

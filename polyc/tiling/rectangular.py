@@ -24,14 +24,7 @@ from polyc.errors import PolycError
 from polyc.islutil import map_bottom_up, multi_union, span, statement_names, union_maps
 from polyc.scop.model import Scop
 from polyc.tiling.cache import host_caches, tile_size
-from polyc.tiling.order import (
-    access_coefficients,
-    access_strides,
-    band_rows,
-    innermost_member,
-    member_strides,
-    moving_dims,
-)
+from polyc.tiling.order import access_strides, innermost_member, statement_strides
 from polyc.tiling.overrides import Lookup, per_statement, tile_sizes
 from polyc.tiling.stencil import (
     Stencil,
@@ -172,20 +165,14 @@ def _channel_window(scop: Scop, band: isl.ScheduleNode) -> bool:
     statement = scop.statement(relations[0].get_tuple_name(isl.dim_type.in_))
     computed = Counter(r.array for r in statement.reads
                        if scop.array(r.array).kind != "constant")
-    rows = band_rows(relations[0])
-    if not computed or max(computed.values()) < WINDOW_READS or rows is None:
+    strides = statement_strides(scop, relations[0])
+    if not computed or max(computed.values()) < WINDOW_READS or strides is None:
         return False
-    moving = moving_dims(statement.domain, scop)
-
-    def strides(access):
-        coefs = access_coefficients(scop, access)
-        return None if coefs is None else member_strides(rows, coefs, moving)
-
-    write = strides(statement.write)
-    along_inner = [0] * (len(rows) - 1) + [1]
+    write, reads = strides[0], strides[1:]
+    along_inner = [0] * (len(write or ()) - 1) + [1]
     return write is not None and write[-1] == 1 and any(
-        scop.array(r.array).kind == "constant" and strides(r) == along_inner
-        for r in statement.reads)
+        scop.array(r.array).kind == "constant" and s == along_inner
+        for r, s in zip(statement.reads, reads))
 
 
 def _sizes(scop: Scop, statements: set[str], stencil: Stencil | None, n: int,
