@@ -82,7 +82,7 @@ def test_access_step_along_a_lane_loop(text):
     the terms without that iterator take (a head-major tensor read as [seq, heads*dim]
     has a modulo of the reduction loop, not of the lanes); a step is checked against
     the offset evaluated at neighbouring points."""
-    from polyc.codegen.vector import _stride
+    from polyc.codegen.vector import offset_stride
 
     ctx = isl.Context()
     build = isl.AstBuild.from_context(isl.Set.read_from_str(
@@ -93,7 +93,7 @@ def test_access_step_along_a_lane_loop(text):
                                 .set_coordinate_val(isl.dim_type.param, 0, c6)
                                 .set_coordinate_val(isl.dim_type.param, 1, c9)).to_python()
     for name, step in zip(("c9", "c6"), STEPS[text]):
-        assert _stride(expr, name) == step
+        assert offset_stride(expr, name) == step
         if step is not None:
             for c6, c9 in ((3, 70), (65, 5), (127, 200)):
                 moved = (c6, c9 + 1) if name == "c9" else (c6 + 1, c9)

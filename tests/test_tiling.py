@@ -8,7 +8,7 @@ sizes 3 and 4 do not divide the kernels' extents: partial tiles everywhere.
 
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import TensorProto, helper
 from test_models import MODELS
 
 import polyc
@@ -113,6 +113,31 @@ def test_a_transposing_band_gets_tiles_of_rows_of_both_arrays(perm, tiles):
     bias = make_model([helper.make_node("Add", ["x", "b"], ["y"])],
                       [("x", [300, 200]), ("b", [300, 1])], ["y"])
     assert not any("64x112" in d for d in polyc.compile(bias).schedule.decisions)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape, perm, dtype, merged", [
+    ([1, 1152, 7, 7], [0, 2, 3, 1], TensorProto.FLOAT, True),  # NCHW -> NHWC: 49 pixels
+    ([1, 7, 7, 1152], [0, 3, 1, 2], TensorProto.FLOAT, True),  # NHWC -> NCHW
+    ([50, 37], [1, 0], TensorProto.FLOAT, False),  # partial blocks along both loops
+    ([40, 3, 33], [2, 1, 0], TensorProto.INT64, False),
+    ([33, 40], [1, 0], TensorProto.BOOL, False),
+])
+def test_transposing_copies_are_register_transposes(shape, perm, dtype, merged, threads):
+    """A transposing copy is cut into 16x16 blocks, each loaded along the read's rows,
+    transposed in registers and stored along the write's (partial blocks masked); an
+    image's rows and columns, contiguous in both layouts, become one loop of pixels
+    first (7 x 7 is too short for a block). Results are numpy's, element for element,
+    for any element type, on one and two threads."""
+    model = make_model([helper.make_node("Transpose", ["x"], ["y"], perm=perm)],
+                       [("x", shape, dtype)], [("y", None, dtype)])
+    compiled = polyc.compile(model, threads=threads)
+    decisions = compiled.schedule.decisions
+    assert "tiling: band of S0_copy: 16x16 blocks transposed in registers" in decisions
+    assert any("rows merged into one loop" in d for d in decisions) == merged
+    x = np.random.default_rng(5).integers(-1000, 1000, size=shape)
+    x = x > 0 if dtype == TensorProto.BOOL else x.astype(helper.tensor_dtype_to_np_dtype(dtype))
+    np.testing.assert_array_equal(compiled.run({"x": x})["y"], x.transpose(perm))
 
 
 def test_a_loop_of_one_iteration_does_not_hide_the_stride_1_loop():

@@ -23,7 +23,7 @@ import islpy as isl
 import numpy as np
 from llvmlite import ir
 
-from polyc.codegen import parallel, scalars, vector
+from polyc.codegen import parallel, scalars, transpose, vector
 from polyc.codegen.ast import LoopProgram, Offset, children, parts
 from polyc.codegen.exprs import FAST, I1, I64, int_expr
 from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
@@ -405,6 +405,8 @@ class _LoopEmitter:
         if bounds is not None and not self.serial:
             self.parallel_loop(child, bounds)
             return
+        if name == transpose.MARK and self.transpose_block(child):
+            return
         outer = self.vector, self.register_tile
         self.vector = self.vector or name == vector.MARK
         self.register_tile = self.register_tile or name == vector.REGISTER_TILE
@@ -453,7 +455,10 @@ class _LoopEmitter:
         with b.if_then(b.icmp_signed("<=", init, bound)):
             self._vector_body(lanes, vector.lane_mask(b, init, bound))
 
-    def _vector_body(self, lanes: vector.Lanes, mask) -> None:
+    def _vector_body(self, lanes: vector.Lanes, mask,
+                     given: Mapping[int, ir.Value] | None = None) -> None:
+        """One vector instance of ``lanes.user``; ``given[k]`` is the value of read ``k``
+        in memory type, loaded already."""
         b = self.builder
         instance = self.program.instance(lanes.user)
         statement = instance.statement
@@ -461,6 +466,8 @@ class _LoopEmitter:
         def load(k: int, at=None) -> tuple[ir.Value, str]:
             array = statement.reads[k].array
             element, dtype = self._memory_type(array), self._dtype(array)
+            if given and k in given:
+                return scalars.from_memory(b, given[k], dtype), dtype
             guard = instance.guards[k] if instance.guards else None
             if guard is not None:  # lanes outside the array: masked off, the fill
                 return self._guarded_load(lanes, k, mask), dtype
@@ -474,6 +481,54 @@ class _LoopEmitter:
         value, dtype = self._body(statement.body, load, vector.LANES)
         address = self._address(statement.write.array, instance.write)
         vector.store(b, scalars.to_memory(b, value, dtype), address, mask)
+
+    def transpose_block(self, node: isl.AstNode) -> bool:
+        """The block ``node`` under a transpose mark as vectors transposed in registers
+        (:mod:`polyc.codegen.transpose`), or False when it does not fit: bounded
+        reads and lookups load lane by lane."""
+        block = transpose.block(node, self._offsets)
+        instance = None if block is None else self.program.instance(block.user)
+        if instance is None or any(g is not None for g in instance.guards) or any(
+                r.lookup is not None for r in instance.statement.reads):
+            return False
+        b = self.builder
+        row_slot = self._iterator_slot(block.rows.iterator)
+        lane_slot = self._iterator_slot(block.lanes.iterator)
+        first_row, last_row = self.int_value(block.rows.init), self.int_value(block.rows.bound)
+        first_lane = self.int_value(block.lanes.init)
+        last_lane = self.int_value(block.lanes.bound)
+        full = all(vector.difference(loop.bound, loop.init) == vector.LANES - 1
+                   for loop in (block.rows, block.lanes))
+        row_mask = None if full else vector.lane_mask(b, first_row, last_row)
+        lane_mask = None if full else vector.lane_mask(b, first_lane, last_lane)
+        columns = {}
+        b.store(first_row, row_slot)
+        for k, transposed in enumerate(block.transposed):
+            if not transposed:
+                continue
+            array = instance.statement.reads[k].array
+            loaded = []
+            for j in range(vector.LANES):
+                lane = b.add(first_lane, ir.Constant(I64, j))
+                b.store(lane, lane_slot)
+                mask = row_mask if full else b.and_(
+                    row_mask, vector.splat(b, b.icmp_signed("<=", lane, last_lane)))
+                loaded.append(vector.load(b, self._address(array, instance.reads[k]), mask,
+                                          self._memory_type(array)))
+            columns[k] = transpose.transpose(b, loaded)
+        b.store(first_lane, lane_slot)
+        lanes = vector.Lanes(block.lanes.iterator, block.lanes.init, block.lanes.bound, full,
+                             block.user, (1, *(abs(d) for d in block.direct)))
+        for i in range(vector.LANES):
+            row = b.add(first_row, ir.Constant(I64, i))
+            b.store(row, row_slot)
+            given = {k: column[i] for k, column in columns.items()}
+            if full:
+                self._vector_body(lanes, None, given)
+            else:
+                with b.if_then(b.icmp_signed("<=", row, last_row)):
+                    self._vector_body(lanes, lane_mask, given)
+        return True
 
     def _guarded_load(self, lanes: vector.Lanes, k: int, mask) -> ir.Value:
         """Read ``k`` (with a guard) of the vector statement ``lanes``: loaded where the

@@ -95,12 +95,12 @@ def lanes(node: isl.AstNode, offsets) -> Lanes | None:
     if loop is None:
         return None
     iterator, init, bound = loop
-    span = _difference(bound, init)
+    span = difference(bound, init)
     if span is not None and not 0 <= span < LANES:
         return None
     strides = []
     for offset in offsets(body):
-        stride = _stride(offset, iterator)
+        stride = offset_stride(offset, iterator)
         if stride not in (0, 1):
             return None
         strides.append(stride)
@@ -124,7 +124,7 @@ def loop_lanes(node: isl.AstNode, offsets, arrays) -> Lanes | None:
         return None
     iterator, init, bound = loop
     exprs, names = offsets(body), arrays(body)
-    strides = tuple(_stride(offset, iterator) for offset in exprs)
+    strides = tuple(offset_stride(offset, iterator) for offset in exprs)
     if strides[0] != 1 or any(stride not in (0, 1) for stride in strides):
         return None
     written = _form(exprs[0])
@@ -142,13 +142,13 @@ def _form(offset) -> tuple | None:
     return tuple(tuple(sorted(form.items())) for form in forms)
 
 
-def _stride(offset, iterator: str) -> int | None:
+def offset_stride(offset, iterator: str) -> int | None:
     """The element stride of an access offset along ``iterator`` (0 when the offset does
     not use it); an offset given per array dim (a symbolic shape) has stride 1 when only
     its last index moves, by 1."""
     if not isinstance(offset, tuple):
         return _step(offset, iterator)
-    steps = [_stride(index, iterator) for index in offset]
+    steps = [offset_stride(index, iterator) for index in offset]
     if any(step != 0 for step in steps[:-1]):
         return None
     return steps[-1]
@@ -196,11 +196,11 @@ def unit_loop(node: isl.AstNode) -> tuple[str, isl.AstExpr, isl.AstExpr] | None:
 def trip_count(node: isl.AstNode) -> int | None:
     """The number of iterations of a unit-step ``for`` node, when it is a constant."""
     loop = unit_loop(node)
-    span = None if loop is None else _difference(loop[2], loop[1])
+    span = None if loop is None else difference(loop[2], loop[1])
     return None if span is None else span + 1
 
 
-def _difference(x: isl.AstExpr, y: isl.AstExpr) -> int | None:
+def difference(x: isl.AstExpr, y: isl.AstExpr) -> int | None:
     """``x - y`` when it is a constant."""
     fx, fy = linear(x), linear(y)
     if fx is None or fy is None:

@@ -32,6 +32,7 @@ import dataclasses
 import islpy as isl
 
 from polyc.codegen.parallel import MARK
+from polyc.codegen.transpose import MARK as TRANSPOSE_MARK
 from polyc.codegen.vector import MARK as VECTOR_MARK
 from polyc.islutil import (
     map_bottom_up,
@@ -51,7 +52,7 @@ MIN_INSTANCES = 1 << 17
 # Fewer iterations leave threads idle or unequal: a 1000x1100x1200 matmul's two column
 # blocks of 1008 and 192 columns ran 1.2x faster on two threads, its 8 row blocks 1.4x.
 MIN_ITERATIONS = 4
-_SKIP_BELOW = (VECTOR_MARK, MARK)  # marks whose subtrees get no parallel mark
+_SKIP_BELOW = (VECTOR_MARK, TRANSPOSE_MARK, MARK)  # marks whose subtrees get no parallel mark
 
 
 def parallelize(scop: Scop, result: ScheduleResult, *, threads: int | None

@@ -19,6 +19,7 @@ from collections import Counter
 
 import islpy as isl
 
+from polyc.codegen.transpose import MARK as TRANSPOSE_MARK
 from polyc.codegen.vector import LANES
 from polyc.errors import PolycError
 from polyc.islutil import map_bottom_up, multi_union, span, statement_names, union_maps
@@ -43,7 +44,7 @@ from polyc.tiling.stencil import (
 # conv's output, 64 channels x 112x112 pixels with Relu, written back from (pixel,
 # channel) to (channel, pixel): 4.6 ms as one tile, 0.34-0.41 ms with 16 or 32 x 112,
 # 0.30 with 64 x 112, 0.56 with 16 x 2 x 112.
-TRANSPOSE_TILE = (64, 112)
+TRANSPOSE_TILE = (64, 112)  # multiples of LANES: whole register transposes
 
 # A window Map vectorized along its innermost member with a constant operand that moves
 # along that member alone (a depthwise conv over channels-last pixels: each tap reads a
@@ -106,6 +107,11 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
     stencil = stencil_band(scop, band)
     members = _transposed_members(scop, band, extents) if stencil is None and size is None \
         else None
+    merged = None if members is None else _merged_rows(scop, band, members, extents)
+    if merged is not None:  # (the merged rows have no stride along each loop)
+        band, members, n = *merged, n - 1
+        extents = _extents(scop, band)
+        permuted += ", rows merged into one loop"
     if members is None and stencil is None and size is None and _channel_window(scop, band):
         sizes = [WINDOW_TILE] * (n - 1) + [LANES]
     elif members is None:
@@ -114,7 +120,8 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
         sizes = [1] * n
         for member, chosen in zip(members, TRANSPOSE_TILE):
             sizes[member] = chosen
-    if all(e is not None and e <= s for e, s in zip(extents, sizes)):
+    blocks = members is not None and _register_transposes(band, members, extents)
+    if all(e is not None and e <= s for e, s in zip(extents, sizes)) and not blocks:
         notes.append(f"band of {names}: one tile (extents {extents}){permuted}")
         return band
     first = diamond_row(scop, stencil) if stencil is not None and diamond else None
@@ -133,6 +140,9 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
         tile = band.band_tile(values)
     if stencil is not None:
         tile = separate_points(tile)
+    if blocks:
+        tile = _transpose_blocks(tile, members)
+        notes.append(f"band of {names}: {LANES}x{LANES} blocks transposed in registers")
     if not any(tile.band_member_get_coincident(k) for k in range(n)):
         tile = wavefront(tile)
         notes.append(f"band of {names}: wavefront over tile loops 0+1 (tile loop 1 parallel)")
@@ -153,6 +163,67 @@ def _transposed_members(scop: Scop, band: isl.ScheduleNode, extents: list[int | 
         return None
     across = [k for s in strides for k in moving[:-1] if abs(s[k]) == 1 and abs(s[inner]) > 1]
     return (across[0], inner) if across else None
+
+
+def _merged_rows(scop: Scop, band: isl.ScheduleNode, members: tuple[int, int],
+                 extents: list[int | None]
+                 ) -> tuple[isl.ScheduleNode, tuple[int, int]] | None:
+    """A copy's transposing band with a member ``x`` of ``members`` (across or inner)
+    shorter than LANES merged with another member ``m`` that every access moves by
+    ``extents[x]`` times its stride along ``x`` (an image's rows and columns, both
+    contiguous in one of the layouts, as ``m * W + x``): one loop of pixels, long
+    enough for register transposes; and
+    its (across, inner) members. None
+    when there is no such member, or the band is not one statement that writes each
+    element once and reads nothing it writes (the order of its instances is free)."""
+    across, inner = members
+    names = statement_names(band.get_domain())
+    short = [x for x in members if extents[x] is not None and extents[x] < LANES]
+    if not short or len(names) != 1:
+        return None
+    statement = scop.statement(next(iter(names)))
+    if any(r.array == statement.write.array for r in statement.reads) \
+            or not statement.write.relation.is_injective():
+        return None
+    strides = access_strides(scop, band)
+    x, width = short[0], extents[short[0]]
+    outer = [m for m in range(band.band_n_member()) if m not in members and extents[m]
+             and extents[m] * width >= LANES and all(s[m] == width * s[x] for s in strides)]
+    if not outer:
+        return None
+    m = outer[0]
+    partial = band.band_get_partial_schedule()
+    rows = [partial.get_at(k) for k in range(band.band_n_member())]
+    rows[x] = rows[m].scale_val(isl.Val.int_from_si(scop.ctx, width)).add(rows[x])
+    del rows[m]
+    space = partial.get_space().drop_dims(isl.dim_type.set, m, 1)
+    node = band.delete().insert_partial_schedule(multi_union(space, rows))
+    node = node.band_set_permutable(1)
+    for k in range(len(rows)):
+        node = node.band_member_set_coincident(k, 1)
+    return node, (across - (m < across), inner - (m < inner))
+
+
+def _register_transposes(band: isl.ScheduleNode, members: tuple[int, int],
+                         extents: list[int | None]) -> bool:
+    """Whether a transposing band's tiles get blocks of LANES x LANES (across, inner)
+    iterations transposed in registers (:mod:`polyc.codegen.transpose`): one statement,
+    and both members at least LANES long."""
+    return len(statement_names(band.get_domain())) == 1 and all(
+        extents[m] is not None and extents[m] >= LANES for m in members)
+
+
+def _transpose_blocks(tile: isl.ScheduleNode, members: tuple[int, int]) -> isl.ScheduleNode:
+    """The tile band ``tile`` with its point band cut into blocks of LANES along
+    ``members`` (1 along the others), each under a transpose mark."""
+    points = tile.child(0)
+    values = isl.MultiVal.zero(points.band_get_space())
+    for k in range(points.band_n_member()):
+        values = values.set_val(k, isl.Val.int_from_si(tile.get_ctx(),
+                                                       LANES if k in members else 1))
+    marked = points.band_tile(values).child(0).insert_mark(
+        isl.Id(TRANSPOSE_MARK, context=tile.get_ctx()))
+    return marked.parent().parent()
 
 
 def _channel_window(scop: Scop, band: isl.ScheduleNode) -> bool:
