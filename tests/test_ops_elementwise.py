@@ -9,12 +9,16 @@ be: they are tested inside graphs ending in Where or Cast to FLOAT.
 
 from __future__ import annotations
 
+import functools
+import re
+
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
+import polyc
 from polyc.errors import ShapeError, UnsupportedOpError
 from polyc.frontend import import_model
 from polyc.frontend.core import Map
@@ -195,6 +199,34 @@ def test_variadic_op_is_one_map():
                        [(n, (3, 4)) for n in "abcd"], ["y"])
     (op,) = import_model(model).ops
     assert isinstance(op, Map) and str(op.expr).count("add(") == 3
+
+
+def _longest_add_chain(llvm_ir: str) -> int:
+    """The most fadd instructions that depend on one another in ``llvm_ir``."""
+    depth: dict[str, int] = {}
+    for line in llvm_ir.splitlines():
+        found = re.match(r'\s*(%"?[\w.]+"?) = fadd [^%]*(%"?[\w.]+"?), (%"?[\w.]+"?)', line)
+        if found:
+            result, x, y = found.groups()
+            depth[result] = 1 + max(depth.get(x, 0), depth.get(y, 0))
+    return max(depth.values())
+
+
+def test_a_long_sum_is_interleaved_partial_sums_unless_bit_exact():
+    """A Sum of 9 inputs is one statement adding 9 loads. With fast math (the default)
+    they are summed as 4 interleaved partial sums added pairwise, 4 dependent adds
+    instead of 8 (the latency of a 5x5 window's 25 taps); without, in the program's
+    order, bit for bit numpy's left-to-right float32 sum."""
+    names = [f"x{k}" for k in range(9)]
+    model = make_model([node("Sum", names)], [(n, (100,)) for n in names], ["y"])
+    inputs = {n: values((100,), k, special=False) for k, n in enumerate(names)}
+    ordered = functools.reduce(np.add, (inputs[n] for n in names))
+    fast = polyc.compile(model)
+    assert _longest_add_chain(fast.compilation.llvm_ir) == 4
+    np.testing.assert_allclose(fast.run(inputs)["y"], ordered, rtol=1e-6, atol=1e-4)
+    exact = polyc.compile(model, fast_math=False)
+    assert _longest_add_chain(exact.compilation.llvm_ir) == 8
+    np.testing.assert_array_equal(exact.run(inputs)["y"], ordered)
 
 
 # -- Dropout ---------------------------------------------------------------------------
