@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from polyc.errors import InputError, ModelError, PolycError
+from polyc.runtime.output import check_target, replacing
 
 FUSE_POLICIES = ("smart", "none", "max", "smartfuse", "nofuse", "maxfuse")
 SHOWN_VALUES = 6
@@ -284,6 +285,11 @@ def read_inputs(model, args) -> dict[str, np.ndarray]:
     return inputs
 
 
+def input_files(args) -> list[str]:
+    """The files of the ``--input`` options."""
+    return [item.partition("=")[2] or item for item in args.input or ()]
+
+
 def sole_input_name(model, item: str) -> str:
     if len(model.inputs) != 1:
         names = ", ".join(spec.name for spec in model.inputs)
@@ -308,6 +314,7 @@ def load_npy(name: str, file: str) -> np.ndarray:
 
 def compile_command(args) -> None:
     output = Path(args.output) if args.output else Path(Path(args.model).stem + ".so")
+    check_target(output, reads=[args.model])  # before compiling
     clock = time.perf_counter()
     compiled = compile_onnx(args.model, args)
     compiled.save(output)
@@ -317,13 +324,14 @@ def compile_command(args) -> None:
 
 
 def run_command(args) -> None:
+    if args.output:
+        check_target(args.output, reads=[args.target, *input_files(args)])
     model = open_target(args)
     outputs = model.run(read_inputs(model, args))
     if args.output:
-        try:
-            np.savez(args.output, **outputs)
-        except OSError as error:
-            raise PolycError(f"cannot write {args.output}: {error.strerror or error}") from None
+        with replacing(args.output, reads=[args.target, *input_files(args)]) as partial, \
+                open(partial, "wb") as file:
+            np.savez(file, **outputs)  # (a file: savez adds no .npz to the path)
         print(f"wrote {args.output} ({', '.join(outputs)})")
         return
     for name, array in outputs.items():
@@ -424,14 +432,12 @@ def profile_command(model, inputs: dict, args) -> None:
     profile = model.profile(inputs, args.repeat)
     print(profile)
     if args.json:
-        write_json(args.json, profile.as_dict())
+        write_json(args.json, profile.as_dict(), args.target)
 
 
-def write_json(path: str, data: dict) -> None:
-    try:
-        Path(path).write_text(json.dumps(data, indent=1) + "\n")
-    except OSError as error:
-        raise PolycError(f"cannot write {path}: {error.strerror or error}") from None
+def write_json(path: str, data: dict, model: str) -> None:
+    with replacing(path, reads=[model]) as partial:
+        partial.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {path}")
 
 

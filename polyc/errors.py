@@ -75,5 +75,11 @@ class InputError(PolycError):
     """Inputs given to a compiled model do not match what it was compiled for."""
 
 
+class OutputError(PolycError):
+    """A file polyc was asked to write (an artifact, saved outputs) cannot replace its
+    target safely: the target is a file being read, a directory or a device, or the
+    writing failed; nothing was changed."""
+
+
 class ArtifactError(PolycError):
     """A compiled artifact (.so) is missing, corrupt, or of another format version."""

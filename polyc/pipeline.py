@@ -323,7 +323,7 @@ class CompiledModel:
         """Write an ahead-of-time shared library that loads with numpy and ctypes only."""
         from polyc.runtime.aot import write_artifact
         write_artifact(self.compilation.llvm_ir, self.manifest, path,
-                       self.compilation.constants)
+                       self.compilation.constants, reads=(self._source,))
 
     def report(self) -> str:
         from polyc.report import compile_report

@@ -140,7 +140,7 @@ def test_missing_model(command, tmp_path):
 def test_not_an_artifact(tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("hello\n")
-    assert_one_line_error(polyc("run", path), r"notes\.txt is not a loadable shared library")
+    assert_one_line_error(polyc("run", path), r"notes\.txt has no polyc seal at its end")
 
 
 def test_missing_input_file(artifact, tmp_path):
@@ -171,7 +171,7 @@ def test_missing_input_name(artifact, input_files):
 
 def test_unwritable_output(artifact, tmp_path):
     done = polyc("run", artifact, "-o", tmp_path / "no" / "such" / "out.npz")
-    assert_one_line_error(done, r"cannot write .*out\.npz: No such file or directory")
+    assert_one_line_error(done, r"cannot write .*out\.npz: directory .*such does not exist")
 
 
 def test_usage_error_exits_2():

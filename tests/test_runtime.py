@@ -11,6 +11,7 @@ The test model follows the polyc ABI (see ``polyc.runtime.abi``)::
 import ctypes.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -22,7 +23,7 @@ from llvmlite import ir
 import polyc
 from polyc.codegen import target
 from polyc.errors import ArtifactError, CodegenError, InputError
-from polyc.runtime import abi, aot
+from polyc.runtime import abi, aot, seal
 from polyc.runtime.aot import write_artifact
 from polyc.runtime.artifact import load_artifact
 from polyc.runtime.jit import JitModule
@@ -317,20 +318,29 @@ def test_missing_artifact(tmp_path):
 
 
 def test_text_file_is_not_an_artifact(tmp_path):
+    """A text file has no seal; sealed, dlopen still refuses it."""
     path = tmp_path / "notes.so"
     path.write_text("not a library\n")
+    with pytest.raises(ArtifactError, match="notes.so has no polyc seal at its end"):
+        load_artifact(path)
+    seal.seal(path)
     with pytest.raises(ArtifactError, match="notes.so is not a loadable shared library"):
         load_artifact(path)
 
 
-def test_other_library_is_not_an_artifact():
+def test_other_library_is_not_an_artifact(tmp_path):
     libm = ctypes.util.find_library("m")
     found = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True, check=False)
     paths = [line.split("=> ")[-1] for line in found.stdout.splitlines() if f"{libm} (" in line]
     if not paths:
         pytest.skip("ldconfig does not list libm")
-    with pytest.raises(ArtifactError, match="is not a polyc artifact .*polyc_manifest"):
+    with pytest.raises(ArtifactError, match="has no polyc seal at its end"):
         load_artifact(paths[0])
+    copy = tmp_path / "libm.so"
+    shutil.copy(paths[0], copy)
+    seal.seal(copy)
+    with pytest.raises(ArtifactError, match="is not a polyc artifact .*polyc_manifest"):
+        load_artifact(copy)
 
 
 def test_other_format_version(tmp_path):
@@ -339,6 +349,7 @@ def test_other_format_version(tmp_path):
     tm = target.host_target_machine(reloc="pic")
     manifest = target.parse(aot.manifest_ir(dict(MANIFEST, format="polyc-0")), tm)
     aot.link_shared(tm.emit_object(manifest), path)
+    seal.seal(path)
     with pytest.raises(ArtifactError, match="old.so has artifact format 'polyc-0'"):
         load_artifact(path)
 

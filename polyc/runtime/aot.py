@@ -9,6 +9,7 @@ emits one object file and links it with the system C compiler
 (``$POLYC_CC -shared -o lib.so obj.o constants.s -lm -lgomp``). The model's constants
 (weights) reach the library through ``constants.s``, an assembly file that defines
 each constant's symbol in a read-only section as the ``.incbin`` of its bytes. The
+library is then sealed with its length and checksum (:mod:`polyc.runtime.seal`). The
 result loads with :func:`polyc.runtime.artifact.load_artifact`, which needs only numpy
 and ctypes.
 """
@@ -20,7 +21,7 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,8 @@ from llvmlite import ir
 from polyc import config
 from polyc.codegen import target
 from polyc.errors import CodegenError
-from polyc.runtime import abi
+from polyc.runtime import abi, seal
+from polyc.runtime.output import check_target, replacing
 
 MANIFEST_FUNCTION = "polyc_manifest"
 LINK_FLAGS = ("-shared", "-Wl,-Bsymbolic", "-Wl,-z,noexecstack")
@@ -81,22 +83,18 @@ def constants_assembly(constants: Mapping[str, np.ndarray], folder: Path) -> str
     return "\n".join(lines) + "\n"
 
 
-def link_shared(obj: bytes, path: Path, constants: Mapping[str, np.ndarray] | None = None
-                ) -> None:
+def link_shared(obj: bytes, path: Path, constants: Mapping[str, np.ndarray] | None = None,
+                *, name: str | None = None) -> None:
     """Link the object ``obj`` and the ``constants`` it reads (``{symbol: value}``) into
-    the shared library ``path`` with the system C compiler.
-
-    The library is linked under a temporary name next to ``path`` and renamed, so a
-    failed link never leaves a half-written artifact behind.
-    """
+    the shared library ``path`` with the system C compiler; errors call the library
+    ``name`` (default: the file's)."""
     compiler = config.c_compiler()
     with tempfile.TemporaryDirectory(prefix="polyc-") as tmp:
         obj_path = Path(tmp, "model.o")
         obj_path.write_bytes(obj)
         data_path = Path(tmp, "constants.s")
         data_path.write_text(constants_assembly(constants or {}, Path(tmp)))
-        partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        command = [compiler, *LINK_FLAGS, "-o", str(partial), str(obj_path), str(data_path),
+        command = [compiler, *LINK_FLAGS, "-o", str(path), str(obj_path), str(data_path),
                    *LIBRARIES]
         try:
             done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -104,32 +102,32 @@ def link_shared(obj: bytes, path: Path, constants: Mapping[str, np.ndarray] | No
             raise CodegenError(f"cannot run the C compiler '{compiler}' ({error.strerror}); "
                                "install one or set POLYC_CC") from None
         if done.returncode != 0:
-            partial.unlink(missing_ok=True)
             lines = (done.stderr or done.stdout).strip().splitlines()[:MESSAGE_LINES]
-            raise CodegenError(f"linking {path.name} with '{compiler}' failed "
+            raise CodegenError(f"linking {name or path.name} with '{compiler}' failed "
                                f"(exit {done.returncode}): {' | '.join(lines)}")
-        os.replace(partial, path)
 
 
 def write_artifact(llvm_ir: str, manifest: Mapping, path: str | os.PathLike,
-                   constants: Mapping[str, np.ndarray] | None = None) -> Path:
+                   constants: Mapping[str, np.ndarray] | None = None, *,
+                   reads: Iterable = ()) -> Path:
     """Compile ``llvm_ir`` for the host and write the shared library ``path``; return it.
 
     ``manifest`` (format ``polyc-1``, see :mod:`polyc.runtime.abi`) is embedded in the
-    library, and so are the values of the module's external ``constants`` (by symbol);
-    the directory of ``path`` must exist.
+    library, and so are the values of the module's external ``constants`` (by symbol).
+    ``path`` is replaced whole or not at all, and never when it is one of ``reads``
+    (the model compiled), a directory or a device (:mod:`polyc.runtime.output`).
     """
     try:
         abi.check_manifest(manifest)
     except (TypeError, ValueError) as error:
         raise CodegenError(f"bad manifest for {path}: {error}") from None
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise CodegenError(f"cannot write {path}: directory {path.parent} does not exist")
+    path = check_target(path, reads=reads)
     clock = time.perf_counter()
     obj = compile_object(llvm_ir, manifest)
     compiled = time.perf_counter()
-    link_shared(obj, path, constants)
+    with replacing(path, reads=reads) as partial:
+        link_shared(obj, partial, constants, name=path.name)
+        seal.seal(partial)
     linked = time.perf_counter()
     config.log(config.STAGES, f"polyc: {'aot object':<12} {(compiled - clock) * 1e3:9.2f} ms")
     config.log(config.STAGES, f"polyc: {'aot link':<12} {(linked - compiled) * 1e3:9.2f} ms")

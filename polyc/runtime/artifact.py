@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from polyc.errors import ArtifactError
-from polyc.runtime import abi, openmp
+from polyc.runtime import abi, openmp, seal
 
 MANIFEST_FUNCTION = "polyc_manifest"
 LINK_NAME = "artifact.so"
@@ -84,6 +84,7 @@ def load_artifact(path: str | os.PathLike) -> Artifact:
     path = Path(path)
     if not path.is_file():
         raise ArtifactError(f"no such artifact: {path}")
+    seal.check(path)  # (dlopen of a cut file is a SIGBUS; of an edited one, garbage)
     openmp.load_libgomp()  # before the library brings libgomp in with libgomp's defaults
     try:
         library = dlopen_current(path)
