@@ -25,7 +25,7 @@ from polyc.codegen.inplace import storage, write_in_place
 from polyc.codegen.layout import INITIAL, BufferPlan, constant_data, plan_buffers
 from polyc.codegen.llvm import ENTRY, emit_module
 from polyc.codegen.profile import parts as profile_parts
-from polyc.errors import PolycError
+from polyc.errors import PolycError, checked_options
 from polyc.frontend import import_model
 from polyc.frontend.core import Graph
 from polyc.frontend.ops.winograd import CHOICES as WINOGRAD_CHOICES
@@ -210,6 +210,7 @@ def _profile_parts(scop: Scop, program: LoopProgram) -> tuple[dict, ...]:
     return tuple(profile_parts(scop, program, parts(program.root)))
 
 
+@checked_options
 def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
                   shapes: Mapping[str, tuple[int, ...]] | None = None,
                   dims: Mapping[str, int] | None = None,
@@ -243,6 +244,7 @@ def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check
     return _jit(lower(model, options), source=None if isinstance(model, Graph) else model)
 
 
+@checked_options
 def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
                  symbolic: Sequence[str] | None = None, scheduler: str = "pluto",
                  fuse: str = "smart", check: bool = True,

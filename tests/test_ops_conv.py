@@ -707,6 +707,27 @@ def test_pool_options(case, options):
     assert_matches(single_node_model(op, x_shape, opset=opset, **attrs), **options)
 
 
+@pytest.mark.parametrize("kernel", [2, 5, 20])  # one Map; a Reduce per dim past 16
+def test_max_pool_windows_with_nan_give_nan(kernel):
+    """polyc's MaxPool propagates NaN, as numpy's max and PyTorch's max_pool2d do (and
+    polyc's ReduceMax and Max); onnxruntime's MaxPool drops a NaN unless it is the last
+    element its kernel scans, which this test shows rather than follows."""
+    x = np.random.default_rng(7).standard_normal((1, 2, 20, 20), dtype=np.float32)
+    x[0, 0, 0, 0] = x[0, 1, 7, 3] = x[0, 1, 19, 19] = np.nan
+    model = single_node_model("MaxPool", x.shape, opset=13, kernel_shape=[kernel, kernel],
+                              strides=[kernel, kernel])
+    windows = x.reshape(1, 2, 20 // kernel, kernel, 20 // kernel, kernel)
+    expected = windows.max(axis=(3, 5))  # NaN wherever a window holds one
+    got = polyc.compile(model).run({"x": x})["y"]
+    np.testing.assert_array_equal(got, expected)
+    assert np.isnan(got).sum() == (3 if kernel < 10 else 2)
+    torch = pytest.importorskip("torch")
+    np.testing.assert_array_equal(
+        got, torch.nn.functional.max_pool2d(torch.from_numpy(x), kernel).numpy())
+    ort = run_onnxruntime(model, {"x": x})["y"]
+    assert not np.isnan(ort[0, 0, 0, 0])  # the first element of its window: dropped
+
+
 def test_short_pool_window_is_one_map():
     """A window of a few elements is combined in the body of one Map over the output,
     in row-major order; only the elements that may leave X are bounded reads."""

@@ -13,6 +13,8 @@ in :mod:`polyc.codegen.scalars`.
 
 from __future__ import annotations
 
+import hashlib
+
 import islpy as isl
 from llvmlite import ir
 
@@ -26,6 +28,18 @@ F32 = ir.FloatType()
 FAST = ("reassoc", "contract", "arcp")  # arcp: x / y may be x * (1 / y)
 
 op = isl.ast_expr_op_type
+
+
+NAME_LENGTH = 64  # LLVM cuts longer local names at 1024 characters, so two long
+# array names with one prefix became one argument name ("redefinition of argument")
+
+
+def value_name(name: str) -> str:
+    """``name`` for an LLVM argument or local: as it is up to NAME_LENGTH characters,
+    else its start and a hash of the whole (the names only help reading the IR)."""
+    if len(name) <= NAME_LENGTH:
+        return name
+    return f"{name[:NAME_LENGTH - 9]}.{hashlib.sha1(name.encode()).hexdigest()[:8]}"
 
 
 def _floor_div(b: ir.IRBuilder, x, y):

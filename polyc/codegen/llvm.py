@@ -25,7 +25,7 @@ from llvmlite import ir
 
 from polyc.codegen import parallel, scalars, transpose, vector
 from polyc.codegen.ast import LoopProgram, Offset, children, parts
-from polyc.codegen.exprs import FAST, I1, I64, int_expr
+from polyc.codegen.exprs import FAST, I1, I64, int_expr, value_name
 from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
 from polyc.codegen.profile import Timers
 from polyc.errors import CodegenError
@@ -98,7 +98,7 @@ def _entry(module, kernel, scop: Scop, program: LoopProgram, plan: BufferPlan,
     for arg in fn.args[:n_pointers]:
         arg.add_attribute("noalias")
     for arg, name in zip(fn.args[n_pointers:], plan.params):
-        arg.name = name
+        arg.name = value_name(name)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     *pointers, scratch = fn.args[:n_pointers]
     values = dict(zip(plan.params, fn.args[n_pointers:]))
@@ -131,7 +131,7 @@ def _scratch_function(module, scop: Scop, program: LoopProgram, plan: BufferPlan
     fn = ir.Function(module, ir.FunctionType(I64, [I64] * len(plan.params)),
                      name=SCRATCH_FUNCTION)
     for arg, name in zip(fn.args, plan.params):
-        arg.name = name
+        arg.name = value_name(name)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     b.ret(_symbolic_offsets(b, scop, program, plan, dict(zip(plan.params, fn.args)))[-1])
 
@@ -153,8 +153,8 @@ def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...],
     types = [PTR] * len(arrays) + [I64] * len(symbolic)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), types), name="polyc_kernel")
     fn.linkage = "internal"
-    for arg, name in zip(fn.args, arrays + symbolic):
-        arg.name = name  # not noalias: temporaries with disjoint lifetimes share scratch
+    for arg, name in zip(fn.args, arrays + symbolic):  # not noalias: temporaries with
+        arg.name = value_name(name)  # disjoint lifetimes share scratch
     pointers = dict(zip(arrays, fn.args))
     params = {name: ir.Constant(I64, value) for name, value in (scop.param_values or {}).items()}
     params.update(zip(symbolic, fn.args[len(arrays):]))
@@ -281,7 +281,7 @@ class _LoopEmitter:
 
     def entry_alloca(self, typ: ir.Type, name: str = "") -> ir.AllocaInstr:
         self.entry_builder.position_before(self._entry_jump)
-        return self.entry_builder.alloca(typ, name=name)
+        return self.entry_builder.alloca(typ, name=value_name(name))
 
     def for_(self, node: isl.AstNode) -> None:
         if self.vector:

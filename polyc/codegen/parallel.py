@@ -39,7 +39,7 @@ import islpy as isl
 from llvmlite import ir
 
 from polyc.codegen.ast import LoopProgram, children
-from polyc.codegen.exprs import I64
+from polyc.codegen.exprs import I64, value_name
 from polyc.codegen.vector import linear
 
 MARK = "parallel"
@@ -124,7 +124,7 @@ def noalias_function(module: ir.Module, name: str, arrays: Sequence[str],
     fn.linkage = "internal"
     fn.attributes.add("noinline")
     for arg, arg_name in zip(fn.args, [*arrays, *integers]):
-        arg.name = arg_name
+        arg.name = value_name(arg_name)
     for arg in fn.args[:len(arrays)]:
         arg.add_attribute("noalias")
     return fn

@@ -77,7 +77,12 @@ def load_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None,
     graph = proto.graph
     constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
     inputs = tuple(_static_input(v, symbolic) for v in graph.input if v.name not in constants)
+    names = [value.name for value in graph.output]
     for value in graph.output:
+        if names.count(value.name) > 1:
+            raise ModelError(f"{source}: graph output '{value.name}' is listed "
+                             f"{names.count(value.name)} times; each output needs a name "
+                             "of its own")
         _check_output_dtype(value)
     return OnnxGraph(
         name=graph.name or Path(source).stem,
@@ -118,7 +123,7 @@ def _read(model) -> tuple[onnx.ModelProto, str]:
     proto = _parse(data, source)
     try:
         onnx.load_external_data_for_model(proto, str(Path(source).parent))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, onnx.checker.ValidationError) as e:
         raise ModelError(f"cannot read external data of {source}: {e}") from None
     return proto, source
 

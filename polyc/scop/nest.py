@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import islpy as isl
 
-from polyc.errors import NestError, NotAffineError
+from polyc.errors import NestError, NotAffineError, checked_options
 from polyc.frontend.core import Call, Const
 from polyc.islutil import (
     identity_schedule,
@@ -108,6 +108,7 @@ class LoopNest:
         return Scop(ctx=self.ctx, arrays=arrays, statements=statements, order=scop.order,
                     constants={}, params=self.params, context=self.context)
 
+    @checked_options
     def compile(self, *, params: Mapping[str, int] | None = None,
                 symbolic: Sequence[str] | None = None, scheduler: str = "pluto",
                 fuse: str = "smart", check: bool = True, fast_math: bool = True,
