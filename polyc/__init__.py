@@ -12,6 +12,7 @@ from polyc.errors import (  # noqa: F401
     ModelError,
     NestError,
     NotAffineError,
+    OutputError,
     PolycError,
     ShapeError,
     UnsupportedDtypeError,

@@ -25,11 +25,16 @@ def union_maps(umap: isl.UnionMap) -> list[isl.Map]:
 
 
 def union_of(ctx: isl.Context, sets) -> isl.UnionSet:
-    """The union of ``sets`` (the empty union set when there are none)."""
-    result = isl.UnionSet.empty(isl.Space.params_alloc(ctx, 0))
-    for part in sets:
-        result = result.union(isl.UnionSet.from_set(part))
-    return result
+    """The union of ``sets`` (the empty union set when there are none), united pairwise
+    in a balanced tree: adding one set at a time copied the growing union each time
+    (quadratic in the number of sets)."""
+    parts = [isl.UnionSet.from_set(part) for part in sets]
+    if not parts:
+        return isl.UnionSet.empty(isl.Space.params_alloc(ctx, 0))
+    while len(parts) > 1:
+        parts = [parts[k].union(parts[k + 1]) if k + 1 < len(parts) else parts[k]
+                 for k in range(0, len(parts), 2)]
+    return parts[0]
 
 
 def union_sets(uset: isl.UnionSet) -> list[isl.Set]:

@@ -21,6 +21,7 @@ op, so ``P``'s reads see the same values at ``C``'s time as at ``P``'s.
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from dataclasses import replace
 
 import islpy as isl
@@ -38,26 +39,28 @@ def inline_temporaries(scop: Scop, *, policy: str = "smart") -> tuple[Scop, tupl
 
     Producers are tried in program order. Folding ``P`` into ``C`` changes only who
     reads ``P``'s operands (now ``C``), so the scan resumes at the first writer of one
-    of them (a temporary read by ``P`` and another statement may now have one reader)."""
+    of them (a temporary read by ``P`` and another statement may now have one reader).
+    Who reads and writes each array is kept up to date in :class:`_Program`, so the
+    scan is linear in the number of statements (it searched them all per producer: a
+    chain of 3,000 ops took 16 s)."""
     if canonical_policy(policy) == "none":
         return scop, ()
     temps = {a.name for a in scop.arrays if a.kind == "temp"}
-    statements = list(scop.statements)
+    program = _Program(scop.statements)
     notes: list[str] = []
     k = 0
-    while k < len(statements):
-        producer = statements[k]
-        consumer = _consumer(statements, producer, temps)
+    while k < len(program.statements):
+        producer = program.statements[k]
+        consumer = None if producer is None else _consumer(program, producer, temps)
         if consumer is None:
             k += 1
             continue
-        merged = _inline(producer, consumer)
-        statements = [merged if s is consumer else s for s in statements if s is not producer]
+        program.fold(producer, consumer, _inline(producer, consumer))
         notes.append(f"inline: {producer.name} into {consumer.name} ({producer.write.array})")
-        operands = {r.array for r in producer.reads}
-        k = min([k] + [n for n, s in enumerate(statements) if s.write.array in operands])
+        k = min([k] + [n for r in producer.reads for n in program.writers[r.array]])
     if not notes:
         return scop, ()
+    statements = [s for s in program.statements if s is not None]
     kept = union_of(scop.ctx, (s.domain for s in statements))
     written = {s.write.array for s in statements}
     arrays = tuple(a for a in scop.arrays if a.name not in temps or a.name in written)
@@ -65,21 +68,77 @@ def inline_temporaries(scop: Scop, *, policy: str = "smart") -> tuple[Scop, tupl
                    arrays=arrays, dependences=None), tuple(notes)
 
 
-def _consumer(statements: list[Statement], producer: Statement, temps: set[str]
-              ) -> Statement | None:
+class _Program:
+    """The statements in program order (None where one was folded away), with the
+    positions of the statements that read and that write each array, and the number of
+    statements of each op."""
+
+    def __init__(self, statements):
+        self.statements: list[Statement | None] = list(statements)
+        self.readers: dict[str, set[int]] = defaultdict(set)
+        self.writers: dict[str, set[int]] = defaultdict(set)
+        self.per_op: Counter = Counter(s.op_index for s in statements)
+        self.position = {s.name: n for n, s in enumerate(statements)}
+        for n, s in enumerate(statements):
+            self._enter(n, s)
+
+    def _enter(self, n: int, statement: Statement) -> None:
+        self.writers[statement.write.array].add(n)
+        for r in statement.reads:
+            self.readers[r.array].add(n)
+
+    def _leave(self, n: int, statement: Statement) -> None:
+        self.writers[statement.write.array].discard(n)
+        for r in statement.reads:
+            self.readers[r.array].discard(n)
+
+    def fold(self, producer: Statement, consumer: Statement, merged: Statement) -> None:
+        """``producer`` gone, ``consumer`` replaced by ``merged`` (at its place)."""
+        p, c = self.position[producer.name], self.position[consumer.name]
+        self._leave(p, producer)
+        self._leave(c, consumer)
+        self.statements[p] = None
+        self.per_op[producer.op_index] -= 1
+        self.statements[c] = merged
+        self._enter(c, merged)
+
+
+def _consumer(program: _Program, producer: Statement, temps: set[str]) -> Statement | None:
     """The one statement ``producer`` can be folded into, or None."""
     t = producer.write.array
     if t not in temps or any(r.array == t for r in producer.reads):
         return None
-    readers = [s for s in statements if any(r.array == t for r in s.reads)]
-    if len(readers) != 1 or any(s.write.array == t for s in statements if s is not producer):
+    readers = program.readers[t]
+    if len(readers) != 1 or len(program.writers[t]) != 1:
         return None
-    (consumer,) = readers
-    if (_single_op(statements, producer) and _stable_reads(statements, producer)
+    consumer = program.statements[next(iter(readers))]
+    if (_single_op(program, producer) and _stable_reads(program, producer)
             and _reads_each_element_once(consumer, t)
+            and body_depth(producer.body) + body_depth(consumer.body) <= MAX_DEPTH
             and not (len(producer.reads) > WIDE_READS and _transposes(producer, consumer))):
         return consumer
     return None
+
+
+# Inlining stops where a body would nest deeper than this: every pass over a body
+# (renumbering, hashing, printing, code generation) recurses along its depth, and 250
+# chained elementwise ops inlined into one body overflowed Python's stack. A chain
+# of 10,000 ops becomes statements of at most this depth each.
+MAX_DEPTH = 64
+
+
+def body_depth(body) -> int:
+    """The nesting depth of a statement body (1 for a load or a constant), counted
+    without recursion."""
+    depth, stack = 0, [(body, 1)]
+    while stack:
+        node, level = stack.pop()
+        depth = max(depth, level)
+        if isinstance(node, Call):
+            stack.extend((arg, level + 1) for arg in node.args)
+        elif isinstance(node, LoadAt):
+            stack.append((node.at, level + 1))
+    return depth
 
 
 # A producer with more reads than this is not inlined into a consumer that walks it in
@@ -119,17 +178,15 @@ def _reads_each_element_once(consumer: Statement, t: str) -> bool:
     return relations[0].is_injective() and all(r.is_equal(relations[0]) for r in relations)
 
 
-def _single_op(statements: list[Statement], producer: Statement) -> bool:
+def _single_op(program: _Program, producer: Statement) -> bool:
     """``P`` is its op's only statement (a Map, not a reduction's init or update)."""
-    return sum(s.op_index == producer.op_index for s in statements) == 1 and \
-        producer.write.relation.is_injective()
+    return program.per_op[producer.op_index] == 1 and producer.write.relation.is_injective()
 
 
-def _stable_reads(statements: list[Statement], producer: Statement) -> bool:
+def _stable_reads(program: _Program, producer: Statement) -> bool:
     """No array ``P`` reads is written by an op after ``P``'s."""
-    operands = {r.array for r in producer.reads}
-    return all(s.op_index < producer.op_index for s in statements
-               if s.write.array in operands)
+    return all(program.statements[n].op_index < producer.op_index
+               for r in producer.reads for n in program.writers[r.array])
 
 
 def _inline(producer: Statement, consumer: Statement) -> Statement:

@@ -244,18 +244,22 @@ class Scop:
                      for e in array.shape)
 
     def array(self, name: str) -> Array:
-        for array in self.arrays:
-            if array.name == name:
-                return array
-        raise KeyError(name)
+        return self._arrays_by_name[name]
 
     def statement(self, name: str) -> Statement:
-        for statement in self.statements:
-            if statement.name == name:
-                return statement
-        raise KeyError(name)
+        return self._statements_by_name[name]
 
-    @property
+    # computed once per Scop (it is frozen; dataclasses.replace makes a new one): a
+    # search or a union per call made scheduling 2,000 statements quadratic
+    @cached_property
+    def _arrays_by_name(self) -> dict[str, Array]:
+        return {a.name: a for a in reversed(self.arrays)}  # (the first of a name wins)
+
+    @cached_property
+    def _statements_by_name(self) -> dict[str, Statement]:
+        return {s.name: s for s in reversed(self.statements)}
+
+    @cached_property
     def domain(self) -> isl.UnionSet:
         return union_of(self.ctx, (s.domain for s in self.statements))
 
