@@ -14,6 +14,7 @@ from polyc.errors import (  # noqa: F401
     NotAffineError,
     OutputError,
     PolycError,
+    ResourceError,
     ShapeError,
     UnsupportedDtypeError,
     UnsupportedOpError,

@@ -85,6 +85,22 @@ def positive_int(text: str) -> int:
     return value
 
 
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``"64G"`` -> bytes (units K, M, G, T of 1024; a plain number is bytes)."""
+    number, unit = text[:-1] if text[-1:].upper() in SIZE_UNITS else text, \
+        text[-1:].upper() if text[-1:].upper() in SIZE_UNITS else ""
+    try:
+        value = int(float(number) * SIZE_UNITS[unit])
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a size such as 512M or 64G, got {text!r}")
+    return value
+
+
 def parse_blocking(text: str) -> tuple[int, ...]:
     parts = text.split(",")
     if len(parts) != 5:
@@ -153,6 +169,9 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
                        help="3x3 stride-1 convs over 64+ channels: Winograd F(2x2, 3x3) "
                        "(the default), F(4x4, 3x3) (faster, a few times the rounding "
                        "error of a direct conv) or off (direct)")
+    group.add_argument("--memory-limit", type=parse_size, metavar="SIZE",
+                       help="the most memory one call may need, inputs, outputs, weights "
+                       "and scratch (512M, 64G; default: this machine's memory)")
     group.add_argument("--symbolic", metavar="NAME[,NAME...]", type=parse_names,
                        action="append", default=[],
                        help="keep the dynamic dim NAME symbolic: one artifact for every "
@@ -250,7 +269,8 @@ def compile_options(args) -> dict:
                "check": getattr(args, "check", None),
                "tile": args.tile, "tile_size": collect(args.tile_size, "--tile-size"),
                "blocking": collect(args.blocking, "--blocking"),
-               "threads": args.threads, "profile": args.profile, "winograd": args.winograd}
+               "threads": args.threads, "profile": args.profile, "winograd": args.winograd,
+               "memory_limit": args.memory_limit}
     return {key: value for key, value in options.items() if value is not None}
 
 

@@ -79,6 +79,11 @@ class InputError(PolycError):
     """Inputs given to a compiled model do not match what it was compiled for."""
 
 
+class ResourceError(PolycError):
+    """A model that needs more memory than the limit (``memory_limit``, by default this
+    machine's memory); the message gives the sizes."""
+
+
 class OutputError(PolycError):
     """A file polyc was asked to write (an artifact, saved outputs) cannot replace its
     target safely: the target is a file being read, a directory or a device, or the

@@ -32,6 +32,7 @@ from polyc.frontend.ops.winograd import CHOICES as WINOGRAD_CHOICES
 from polyc.frontend.ops.winograd import DEFAULT as DEFAULT_WINOGRAD
 from polyc.fusion.groups import FusionGroups, fuse
 from polyc.fusion.inline import inline_temporaries
+from polyc.limits import check_memory, tensor_bytes
 from polyc.scheduler import ScheduleResult, check_legality, schedule
 from polyc.scop.build import build_scop
 from polyc.scop.dependences import compute_dependences
@@ -62,11 +63,17 @@ class Options:
     threads: int | None = None  # parallel loops: None OpenMP's default, 1 serial code
     profile: bool = False  # timers around each loop nest (polyc.codegen.profile)
     winograd: str = DEFAULT_WINOGRAD  # 3x3 convs: "2x2", "4x4" or "off" (frontend)
+    memory_limit: int | None = None  # bytes a call may need; None: the machine's memory
 
     def __post_init__(self):
         if self.winograd not in WINOGRAD_CHOICES:
             raise PolycError(f"winograd must be one of {', '.join(WINOGRAD_CHOICES)}, "
                              f"got {self.winograd!r}")
+        limit = self.memory_limit
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or limit < 1):
+            raise PolycError(f"memory_limit must be a positive number of bytes or None (this "
+                             f"machine's memory), got {limit!r}")
         threads = self.threads
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                     or threads < 1):
@@ -166,10 +173,31 @@ def lower(model, options: Options) -> Compilation:
     else:
         graph = stages.run("frontend", import_model, model, shapes=options.shapes,
                            dims=options.dims, symbolic=options.symbolic,
-                           winograd=options.winograd)
+                           winograd=options.winograd, memory_limit=options.memory_limit)
+    check_memory(_graph_bytes(graph), options.memory_limit)
     scop = stages.run("scop", build_scop, graph)
     symbolic = replace(options, symbolic=graph.params or None)  # as isl parameter names
     return replace(lower_scop(scop, symbolic, stages), options=options, graph=graph)
+
+
+def _graph_bytes(graph: Graph) -> dict[str, int]:
+    """The bytes of a graph's inputs, outputs and constants (static dims only); every
+    tensor is checked to be addressable (:func:`polyc.limits.tensor_bytes`)."""
+    sizes = {name: tensor_bytes(name, info.shape, np.dtype(info.dtype).itemsize)
+             for name, info in graph.tensors.items()}
+    return {"inputs": sum(sizes.get(t.name, 0) for t in graph.inputs),
+            "outputs": sum(sizes.get(t.name, 0) for t in graph.outputs),
+            "constants": sum(value.nbytes for value in graph.constants.values())}
+
+
+def _call_bytes(scop: Scop, plan: BufferPlan) -> dict[str, int]:
+    """What one call needs: its inputs, outputs, constants and scratch."""
+    def total(names):
+        return sum(tensor_bytes(n, scop.array(n).shape, np.dtype(scop.array(n).dtype).itemsize)
+                   for n in names)
+
+    return {"inputs": total(plan.inputs), "outputs": total(plan.outputs),
+            "constants": total(plan.constants), "scratch": plan.scratch_bytes}
 
 
 def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
@@ -194,6 +222,7 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     scop, in_place = stages.run("in place", write_in_place, scop, scheduled.schedule)
     program = stages.run("ast", build_ast, scop, scheduled.schedule, storage(in_place))
     plan = stages.run("buffers", plan_buffers, scop, program, in_place)
+    check_memory(_call_bytes(scop, plan), options.memory_limit)
     llvm_ir = stages.run("llvm", _emit, scop, program, plan, options)
     config.log_section(config.LLVM, "LLVM IR (before optimisation)", llvm_ir)
     timed = _profile_parts(scop, program) if options.profile else ()
@@ -218,7 +247,8 @@ def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check
                   fast_math: bool = True, tile: bool = True,
                   tile_size=None, blocking=None,
                   threads: int | None = None, profile: bool = False,
-                  winograd: str = DEFAULT_WINOGRAD) -> "CompiledModel":
+                  winograd: str = DEFAULT_WINOGRAD,
+                  memory_limit: int | None = None) -> "CompiledModel":
     """Compile ``model`` (path, bytes or ModelProto) to native code in this process.
     ``shapes`` (``{"x": (1, 3, 224, 224)}``) fixes whole input shapes and ``dims``
     (``{"batch": 8}``) named dynamic dims wherever they appear; ``symbolic``
@@ -235,12 +265,14 @@ def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check
     :meth:`CompiledModel.profile`, which needs no such build); ``winograd`` is how 3x3
     stride-1 convs that qualify run (:mod:`polyc.frontend.ops.winograd`): ``"2x2"``
     (F(2x2, 3x3), as accurate as a direct conv), ``"4x4"`` (F(4x4, 3x3), faster, a few
-    times a direct conv's rounding error) or ``"off"`` (direct)."""
+    times a direct conv's rounding error) or ``"off"`` (direct); ``memory_limit`` (bytes,
+    default this machine's memory) bounds what one call needs, inputs, outputs,
+    constants and scratch (:mod:`polyc.limits`)."""
     options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
                       shapes=dict(shapes) if shapes else None,
                       dims=dict(dims) if dims else None,
                       symbolic=_names(symbolic), threads=threads, profile=bool(profile),
-                      winograd=winograd)
+                      winograd=winograd, memory_limit=memory_limit)
     return _jit(lower(model, options), source=None if isinstance(model, Graph) else model)
 
 

@@ -98,3 +98,55 @@ def test_policies_differ_on_a_producer_consumer_pair():
     assert pluto_notation(fused.schedule, scop).splitlines()[2] == "T(S2_relu): (i0, i1, 5, 2)"
     assert pluto_notation(distributed.schedule, scop).splitlines()[2] == \
         "T(S2_relu): (2, i0, i1, 0)"
+
+
+def _slow_farkas_nest():
+    """A random nest (found by a fuzzer) with one 8-D dependence of 20 constraints whose
+    Farkas coefficients isl took 63-80 s to enumerate."""
+    from polyc.scop.nest import LoopNest
+
+    nest = LoopNest("f", params=["N", "M", "K"], context="{ : N >= 6 and M >= 5 and K >= 1 }")
+    s0, a, b = nest.array("s0", (1,)), nest.array("A", (7,)), nest.array("B", (4, 5, 5))
+    nest.statement("S1", "{ [i, j, k, l] : 0 <= i < M - 1 and i <= j < i + K and "
+                         "1 <= k < N - 1 and 0 <= l < -k + K }", write=s0["0"], expr=a["i"] / 7.0)
+    nest.statement("S2", "{ [i, j, k, l] : 0 <= i < M and 1 <= j < M and 0 <= k < K - 1 and "
+                         "0 <= l < -j + K }", write=a["-i + N - 1"],
+                   expr=-(0.5 * (a["-i + N"] + b["j - 1", "M - 1", "i"])))
+    return nest
+
+
+def test_a_dependence_too_costly_for_farkas_falls_back_to_isl():
+    """Its coefficients run in a child process with COEFFICIENT_SECONDS to answer; the
+    group then takes isl's schedule (said in the decisions), and the program computes
+    what the original order does, bit for bit."""
+    import time
+
+    import numpy as np
+
+    from polyc.scheduler import pluto
+
+    nest, params = _slow_farkas_nest(), {"N": 6, "M": 5, "K": 9}
+    start = time.perf_counter()
+    compiled = nest.compile(params=params, scheduler="pluto", fast_math=False)
+    assert time.perf_counter() - start < 10 * pluto.COEFFICIENT_SECONDS
+    assert any("pluto fell back to isl's scheduler for S1, S2: the Farkas coefficients of a "
+               "dependence with 20 constraints took over" in d
+               for d in compiled.schedule.decisions)
+    rng = np.random.default_rng(3)
+    arrays = {"A": rng.standard_normal(7).astype(np.float32),
+              "B": rng.standard_normal((4, 5, 5)).astype(np.float32)}
+    original = nest.compile(params=params, scheduler="original", fast_math=False)
+    for name, value in original.run(arrays).items():
+        np.testing.assert_array_equal(compiled.run(arrays)[name], value)
+
+
+def test_coefficients_from_the_child_process_equal_the_direct_ones(monkeypatch):
+    """The forked path returns the same set as computing in process (isl text round
+    trip): forced on every dependence of a kernel, the schedule is the same."""
+    from polyc.scheduler import pluto
+    from polyc.scop.polybench import KERNELS
+
+    kernel = KERNELS["jacobi1d"]
+    direct = kernel.build().compile(params=kernel.params).inspect()
+    monkeypatch.setattr(pluto, "LARGE_POLYHEDRON", 0)
+    assert kernel.build().compile(params=kernel.params).inspect() == direct

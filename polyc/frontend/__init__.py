@@ -22,17 +22,19 @@ from polyc.frontend.ops import winograd as winograd_choice
 def import_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None,
                  dims: Mapping[str, int] | None = None,
                  symbolic: Sequence[str] | None = None,
-                 winograd: str = winograd_choice.DEFAULT) -> Graph:
+                 winograd: str = winograd_choice.DEFAULT,
+                 memory_limit: int | None = None) -> Graph:
     """The core Graph of an ONNX model (a path, bytes or ``onnx.ModelProto``).
 
     ``shapes`` maps input names to static shapes, overriding dynamic dims; ``dims``
     gives named dynamic dims a value wherever they appear; the dims named in
     ``symbolic`` stay symbolic (``Graph.params``); ``winograd`` is how 3x3 convs that
-    qualify run (:mod:`polyc.frontend.ops.winograd`).
+    qualify run (:mod:`polyc.frontend.ops.winograd`); ``memory_limit`` bounds the
+    constants an op builds (:mod:`polyc.limits`).
     """
     graph = load_model(model, shapes=shapes, dims=dims, symbolic=symbolic)
     graph = cleanup(graph)
-    return lower(graph, winograd=winograd)
+    return lower(graph, winograd=winograd, memory_limit=memory_limit)
 
 
 __all__ = ["Graph", "check_graph", "evaluate", "import_model"]

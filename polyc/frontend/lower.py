@@ -24,11 +24,12 @@ from polyc.frontend.ops.registry import attribute_values, node_name
 from polyc.frontend.symbolic import Sym, SymbolicDimError, dim
 
 
-def lower(graph: OnnxGraph, *, winograd: str = winograd_choice.DEFAULT) -> Graph:
+def lower(graph: OnnxGraph, *, winograd: str = winograd_choice.DEFAULT,
+          memory_limit: int | None = None) -> Graph:
     """The core-op Graph of ``graph`` (static inputs, clean-up done); ``winograd`` as
     :func:`polyc.frontend.import_model` takes it."""
     check_supported(graph)
-    ctx = LoweringContext(graph, winograd=winograd)
+    ctx = LoweringContext(graph, winograd=winograd, memory_limit=memory_limit)
     for index, node in enumerate(graph.nodes):
         ctx.lower_node(index, node)
     return ctx.finish()
@@ -55,9 +56,11 @@ class LoweringContext:
     ``view``). It is the one mutable object of the frontend and lives for one ``lower``.
     """
 
-    def __init__(self, graph: OnnxGraph, *, winograd: str = winograd_choice.DEFAULT):
+    def __init__(self, graph: OnnxGraph, *, winograd: str = winograd_choice.DEFAULT,
+                 memory_limit: int | None = None):
         self.opset = graph.opset
         self.winograd = winograd  # how 3x3 convs that qualify run (ops/winograd.py)
+        self.memory_limit = memory_limit  # bytes (polyc.limits; None: the machine's)
         self._graph = graph
         self._env: dict[str, TensorInfo] = {}      # ONNX value name -> core tensor
         self._tensors: dict[str, TensorInfo] = {}  # core tensor name -> info

@@ -22,6 +22,10 @@ share a hyperplane; none cuts between all of them.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import select
+import signal
 from dataclasses import dataclass
 from math import prod
 
@@ -62,7 +66,10 @@ class NoSchedule(Exception):
 
 @register("pluto")
 def pluto_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
-    edges = _edges(group_dependences(scop, group_domain(scop, group)))
+    try:
+        edges = _edges(group_dependences(scop, group_domain(scop, group)))
+    except NoSchedule as why:
+        return _fallback(scop, list(group), why)
     chunks = _chunks(list(group), edges)
     notes: list[str] = []
     if len(chunks) > 1:
@@ -83,7 +90,11 @@ def concurrent_start(scop: Scop, deps: isl.UnionMap, band: list[dict]) -> dict |
     ``band`` holds Pluto rows (``{statement: (coefficients, shift)}`` per member) whose
     first row is the time loop ``t``, each statement's outermost loop; ``deps`` are the
     dependences live at the band's start. See :meth:`_Pluto.concurrent_start`."""
-    return _Pluto(scop, "smart").concurrent_start(list(band[0]), _edges(deps), band)
+    try:
+        edges = _edges(deps)
+    except NoSchedule:  # over budget: tiles without concurrent start
+        return None
+    return _Pluto(scop, "smart").concurrent_start(list(band[0]), edges, band)
 
 
 def _schedule_chunk(scop: Scop, stmts: list[str], edges: list[Edge], policy: str):
@@ -92,13 +103,20 @@ def _schedule_chunk(scop: Scop, stmts: list[str], edges: list[Edge], policy: str
         rows = {name: [] for name in stmts}
         return scheduler.schedule(stmts, edges, rows, initial=True), scheduler.decisions
     except NoSchedule as why:
-        note = f"pluto fell back to isl's scheduler for {', '.join(stmts)}: {why}"
+        schedule, notes = _fallback(scop, stmts, why)
+        return schedule, list(notes)
+
+
+def _fallback(scop: Scop, stmts: list[str], why: NoSchedule):
+    """isl's schedule of ``stmts`` (or, if isl fails too, the original order), with a
+    note saying why Pluto's was not used."""
+    note = f"pluto fell back to isl's scheduler for {', '.join(stmts)}: {why}"
     try:
         schedule, notes = isl_schedule(scop, tuple(stmts))
     except PolycError as err:  # isl's scheduler can fail too: the original order is legal
         schedule, notes = original_schedule(scop, tuple(stmts))
         notes = (f"isl's scheduler failed as well ({err}); kept the original order",) + notes
-    return schedule, [note, *notes]
+    return schedule, (note, *notes)
 
 
 def _chunks(stmts: list[str], edges: list[Edge]) -> list[list[str]]:
@@ -116,13 +134,71 @@ def _chunks(stmts: list[str], edges: list[Edge]) -> list[list[str]]:
 
 
 def _edges(deps: isl.UnionMap) -> list[Edge]:
+    """The dependence polyhedra of ``deps`` with their Farkas coefficient sets
+    (:func:`_coefficients`); NoSchedule when one takes too long."""
     edges = []
     for relation in union_maps(deps):
         for basic in items(relation.get_basic_map_list()):
-            coefficients = _lifted(basic.wrap()).coefficients().flatten()
+            coefficients = _coefficients(_lifted(basic.wrap()))
             edges.append(Edge(basic.get_tuple_name(isl.dim_type.in_),
                               basic.get_tuple_name(isl.dim_type.out), basic, coefficients))
     return edges
+
+
+@contextlib.contextmanager
+def _budget(ctx: isl.Context, what: str):
+    """The block's isl operations counted from 0 and stopped past MAX_OPERATIONS, which
+    raises NoSchedule (Pluto then falls back to isl's scheduler)."""
+    ctx.reset_operations()
+    ctx.set_max_operations(MAX_OPERATIONS)
+    try:
+        yield
+    except isl.Error as err:
+        raise NoSchedule(f"{what} over budget ({MAX_OPERATIONS} isl operations)") from err
+    finally:
+        ctx.set_max_operations(0)
+        ctx.reset_operations()
+
+
+# ``coefficients()`` enumerates the polyhedron's dual: cheap for the usual dependences,
+# exponential in its constraints (an 8-D dependence with 20 constraints between two
+# statements of a random nest took 80 s, its neighbours with 14-16 milliseconds), and
+# isl counts none of it against a context's operation budget. A polyhedron of
+# LARGE_POLYHEDRON constraints or more is therefore handed to a forked child process
+# that has COEFFICIENT_SECONDS to answer; past that the child is killed and the group
+# falls back to isl's scheduler.
+LARGE_POLYHEDRON = 18
+COEFFICIENT_SECONDS = 2.0
+
+
+def _coefficients(polyhedron: isl.BasicSet) -> isl.BasicSet:
+    """``polyhedron.coefficients().flatten()``, within COEFFICIENT_SECONDS when it is
+    large (see LARGE_POLYHEDRON); NoSchedule past it."""
+    if polyhedron.n_constraint() < LARGE_POLYHEDRON:
+        return polyhedron.coefficients().flatten()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, write the text, leave without cleanup
+        status = 1
+        try:
+            os.close(read)
+            with os.fdopen(write, "wb") as out:
+                out.write(str(polyhedron.coefficients().flatten()).encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    with os.fdopen(read, "rb") as source:
+        ready, _, _ = select.select([source], [], [], COEFFICIENT_SECONDS)
+        text = source.read() if ready else None
+    if text is None:
+        os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    if text is None or status != 0:
+        raise NoSchedule(f"the Farkas coefficients of a dependence with "
+                         f"{polyhedron.n_constraint()} constraints took over "
+                         f"{COEFFICIENT_SECONDS:g} s")
+    return isl.BasicSet.read_from_str(polyhedron.get_ctx(), text.decode())
 
 
 def _lifted(polyhedron: isl.BasicSet) -> isl.BasicSet:
@@ -337,17 +413,10 @@ class _Pluto:
                     values[layout.shift(s)]) for s in stmts}
 
     def _lexmin(self, system: isl.BasicSet):
-        self.ctx.reset_operations()  # count this ILP only
-        self.ctx.set_max_operations(MAX_OPERATIONS)
-        try:
+        with _budget(self.ctx, "ILP"):
             if system.is_empty():
                 return None
             return system.lexmin().sample_point()
-        except isl.Error as err:
-            raise NoSchedule(f"ILP over budget ({MAX_OPERATIONS} isl operations)") from err
-        finally:
-            self.ctx.set_max_operations(0)
-            self.ctx.reset_operations()
 
     def _unsatisfied_part(self, edge: Edge, band: list[dict]) -> list[Edge]:
         """The instances of ``edge`` that ``band`` does not order: where every row of the

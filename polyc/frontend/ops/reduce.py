@@ -20,6 +20,7 @@ import numpy as np
 from polyc.frontend.core import COMBINERS, Call, Const, Ix, Read, identity, identity_index
 from polyc.frontend.ops.indexing import normalize_axis, size
 from polyc.frontend.ops.registry import onnx_op
+from polyc.limits import check_memory, tensor_bytes
 
 
 def _axes(ctx, data, axes, noop_with_empty_axes) -> tuple[int, ...]:
@@ -290,6 +291,8 @@ def _arg_extreme(ctx, data, axis, keepdims, select_last_index, combiner: str):
     best = ctx.reduce(out_shape=kept_shape, init=identity(combiner, data.dtype),
                       extents=data.shape, out_index=kept_index, combiner=combiner,
                       expr=value, label=f"arg{combiner}_value")
+    check_memory({"input": tensor_bytes(data.name, data.shape, np.dtype(data.dtype).itemsize),
+                  f"a table of the {n} positions along axis {axis}": 8 * n}, ctx.memory_limit)
     positions = ctx.constant(np.arange(n, dtype=np.int64), "arange")
     position = Read(positions.name, (Ix.var(axis),))
     pick = "max" if select_last_index else "min"
