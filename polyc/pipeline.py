@@ -160,7 +160,7 @@ class _Stages:
         config.log(config.STAGES, f"polyc: {name:<12} {seconds * 1e3:9.2f} ms")
         if result is not None and name != "llvm":
             parts = result if isinstance(result, tuple) else (result,)  # tiling: scop, schedule
-            config.log_section(config.IR, f"after {name}", "\n".join(map(str, parts)))
+            config.log_section(config.IR, f"after {name}", lambda: "\n".join(map(str, parts)))
         return result
 
 
@@ -206,7 +206,7 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     (``options.symbolic``), which become arguments of the generated code."""
     scop, inlined = stages.run("inline", inline_temporaries, scop, policy=options.fuse)
     scop = stages.run("dependences", compute_dependences, scop)
-    config.log_section(config.SYSTEMS, "dependences", str(scop.dependences))
+    config.log_section(config.SYSTEMS, "dependences", lambda: str(scop.dependences))
     groups = stages.run("fusion", fuse, scop, policy=options.fuse, inlined=inlined)
     scheduled = stages.run("schedule", schedule, scop, groups, scheduler=options.scheduler)
     if options.check:

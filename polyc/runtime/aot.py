@@ -59,7 +59,7 @@ def compile_object(llvm_ir: str, manifest: Mapping) -> bytes:
     module = target.parse(llvm_ir, tm)
     target.require_function(module, manifest["entry"])
     target.optimize(module, tm)
-    config.log_section(config.LLVM, "LLVM IR after O3 (AOT)", str(module))
+    config.log_section(config.LLVM, "LLVM IR after O3 (AOT)", lambda: str(module))
     try:
         module.link_in(target.parse(manifest_ir(manifest), tm))
     except RuntimeError as error:

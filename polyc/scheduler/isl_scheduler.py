@@ -19,7 +19,7 @@ def isl_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
     domain = group_domain(scop, group)
     deps = group_dependences(scop, domain)
     log_section(SYSTEMS, f"isl scheduler constraints for {', '.join(group)}",
-                f"domain: {domain}\nvalidity/coincidence/proximity: {deps}")
+                lambda: f"domain: {domain}\nvalidity/coincidence/proximity: {deps}")
     constraints = (isl.ScheduleConstraints.on_domain(domain)
                    .set_validity(deps).set_coincidence(deps).set_proximity(deps))
     if scop.context is not None:

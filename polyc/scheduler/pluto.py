@@ -161,20 +161,23 @@ def _budget(ctx: isl.Context, what: str):
 
 
 # ``coefficients()`` enumerates the polyhedron's dual: cheap for the usual dependences,
-# exponential in its constraints (an 8-D dependence with 20 constraints between two
-# statements of a random nest took 80 s, its neighbours with 14-16 milliseconds), and
-# isl counts none of it against a context's operation budget. A polyhedron of
-# LARGE_POLYHEDRON constraints or more is therefore handed to a forked child process
-# that has COEFFICIENT_SECONDS to answer; past that the child is killed and the group
-# falls back to isl's scheduler.
+# exponential in its constraints (an 8-D dependence with 20 constraints and 3
+# parameters between two statements of a random nest took 80 s, its neighbours with
+# 14-16 milliseconds), and isl counts none of it against a context's operation budget.
+# A parametric polyhedron of LARGE_POLYHEDRON constraints or more is therefore handed to
+# a forked child process that has COEFFICIENT_SECONDS to answer; past that the child is
+# killed and the group falls back to isl's scheduler. The dependences of ONNX models
+# have no parameters once dims are bound (up to 24 constraints in 14 dims took under
+# 1 ms in ResNet-18 and EfficientNet, whose 135 forks had cost 3 s of a 13 s compile).
 LARGE_POLYHEDRON = 18
 COEFFICIENT_SECONDS = 2.0
 
 
 def _coefficients(polyhedron: isl.BasicSet) -> isl.BasicSet:
     """``polyhedron.coefficients().flatten()``, within COEFFICIENT_SECONDS when it is
-    large (see LARGE_POLYHEDRON); NoSchedule past it."""
-    if polyhedron.n_constraint() < LARGE_POLYHEDRON:
+    large and parametric (see LARGE_POLYHEDRON); NoSchedule past it."""
+    if polyhedron.n_constraint() < LARGE_POLYHEDRON or \
+            polyhedron.dim(isl.dim_type.param) == 0:
         return polyhedron.coefficients().flatten()
     read, write = os.pipe()
     pid = os.fork()
@@ -397,7 +400,7 @@ class _Pluto:
         for name, complement in complements.items():
             one_sided = one_sided.intersect(farkas.independence(layout, name, complement,
                                                                 self.ctx))
-        log_section(SYSTEMS, f"pluto ILP for {', '.join(stmts)}", str(one_sided))
+        log_section(SYSTEMS, f"pluto ILP for {', '.join(stmts)}", lambda: str(one_sided))
         point = self._lexmin(one_sided)
         if point is None and 0 < prod(2 * len(c) for c in complements.values()) <= MAX_CASES:
             exact = isl.Set.from_basic_set(system)  # a union: one case per sign choice
