@@ -129,9 +129,7 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
         sizes = _sizes(scop, statements, stencil, n, size, diamond=True)
     model = " (stencil sizes)" if stencil is not None and size is None else ""
     notes.append(f"band of {names}: tiles {'x'.join(map(str, sizes))}{permuted}{model}")
-    values = isl.MultiVal.zero(band.band_get_space())
-    for k, chosen in enumerate(sizes):
-        values = values.set_val(k, isl.Val.int_from_si(scop.ctx, chosen))
+    values = _sizes_of(band, sizes)
     if first is not None:
         tile = diamond_tile(scop, band, first, values)
         notes.append(f"band of {names}: diamond tiles, first tile row {describe_row(scop, first)}"
@@ -171,11 +169,10 @@ def _merged_rows(scop: Scop, band: isl.ScheduleNode, members: tuple[int, int],
     """A copy's transposing band with a member ``x`` of ``members`` (across or inner)
     shorter than LANES merged with another member ``m`` that every access moves by
     ``extents[x]`` times its stride along ``x`` (an image's rows and columns, both
-    contiguous in one of the layouts, as ``m * W + x``): one loop of pixels, long
-    enough for register transposes; and
-    its (across, inner) members. None
-    when there is no such member, or the band is not one statement that writes each
-    element once and reads nothing it writes (the order of its instances is free)."""
+    contiguous in one of the layouts, as ``m * W + x``): one loop of pixels, long enough
+    for register transposes; and its (across, inner) members. None when there is no
+    such member, or the band is not one statement that writes each element once and
+    reads nothing it writes (the order of its instances is free)."""
     across, inner = members
     names = statement_names(band.get_domain())
     short = [x for x in members if extents[x] is not None and extents[x] < LANES]
@@ -195,13 +192,10 @@ def _merged_rows(scop: Scop, band: isl.ScheduleNode, members: tuple[int, int],
     partial = band.band_get_partial_schedule()
     rows = [partial.get_at(k) for k in range(band.band_n_member())]
     rows[x] = rows[m].scale_val(isl.Val.int_from_si(scop.ctx, width)).add(rows[x])
-    del rows[m]
-    space = partial.get_space().drop_dims(isl.dim_type.set, m, 1)
-    node = band.delete().insert_partial_schedule(multi_union(space, rows))
-    node = node.band_set_permutable(1)
-    for k in range(len(rows)):
-        node = node.band_member_set_coincident(k, 1)
-    return node, (across - (m < across), inner - (m < inner))
+    coincident = [band.band_member_get_coincident(k) for k in range(len(rows))]
+    coincident[x] = coincident[x] and coincident[m]
+    del rows[m], coincident[m]
+    return _with_rows(band, rows, coincident), (across - (m < across), inner - (m < inner))
 
 
 def _register_transposes(band: isl.ScheduleNode, members: tuple[int, int],
@@ -217,10 +211,8 @@ def _transpose_blocks(tile: isl.ScheduleNode, members: tuple[int, int]) -> isl.S
     """The tile band ``tile`` with its point band cut into blocks of LANES along
     ``members`` (1 along the others), each under a transpose mark."""
     points = tile.child(0)
-    values = isl.MultiVal.zero(points.band_get_space())
-    for k in range(points.band_n_member()):
-        values = values.set_val(k, isl.Val.int_from_si(tile.get_ctx(),
-                                                       LANES if k in members else 1))
+    values = _sizes_of(points, [LANES if k in members else 1
+                                for k in range(points.band_n_member())])
     marked = points.band_tile(values).child(0).insert_mark(
         isl.Id(TRANSPOSE_MARK, context=tile.get_ctx()))
     return marked.parent().parent()
@@ -265,12 +257,29 @@ def _sizes(scop: Scop, statements: set[str], stencil: Stencil | None, n: int,
 
 def _permute(band: isl.ScheduleNode, order: list[int]) -> isl.ScheduleNode:
     partial = band.band_get_partial_schedule()
-    coincident = [band.band_member_get_coincident(k) for k in order]
-    permuted = multi_union(partial.get_space(), [partial.get_at(k) for k in order])
-    node = band.delete().insert_partial_schedule(permuted).band_set_permutable(1)
+    return _with_rows(band, [partial.get_at(k) for k in order],
+                      [band.band_member_get_coincident(k) for k in order])
+
+
+def _with_rows(band: isl.ScheduleNode, rows: list[isl.UnionPwAff],
+               coincident: list[bool]) -> isl.ScheduleNode:
+    """``band`` replaced by a permutable band of ``rows`` (as many as its members, or
+    fewer) with these coincident flags."""
+    space = band.band_get_partial_schedule().get_space()
+    space = space.drop_dims(isl.dim_type.set, len(rows), band.band_n_member() - len(rows))
+    node = band.delete().insert_partial_schedule(multi_union(space, rows))
+    node = node.band_set_permutable(1)
     for k, flag in enumerate(coincident):
         node = node.band_member_set_coincident(k, flag)
     return node
+
+
+def _sizes_of(band: isl.ScheduleNode, sizes: list[int]) -> isl.MultiVal:
+    """``sizes``, one per member of ``band``, as the MultiVal ``band_tile`` takes."""
+    values = isl.MultiVal.zero(band.band_get_space())
+    for k, chosen in enumerate(sizes):
+        values = values.set_val(k, isl.Val.int_from_si(band.get_ctx(), chosen))
+    return values
 
 
 def _extents(scop: Scop, band: isl.ScheduleNode) -> list[int | None]:
