@@ -32,21 +32,30 @@ _FORK = multiprocessing.get_context("fork")
 
 def run_cases(cases: Sequence[TestCase], run: Callable[[TestCase], Result], *,
               jobs: int = 2, timeout: float = 120.0,
-              progress: Callable[[Result, int, int], None] | None = None) -> list[Result]:
+              progress: Callable[[Result, int, int], None] | None = None,
+              lost: Callable[[TestCase, str, float], Result] | None = None) -> list[Result]:
     """``run(case)`` of every case, in ``cases`` order, each in one of ``jobs`` worker
-    processes; a case that crashes its worker or takes over ``timeout`` seconds fails.
-    ``progress(result, done, total)`` is called as results arrive."""
+    processes; a case that crashes its worker or takes over ``timeout`` seconds fails:
+    its result is ``lost(case, reason, seconds)`` (default a FAIL with the reason, which
+    starts with "crash:" or "timeout:"). ``progress(result, done, total)`` is called as
+    results arrive."""
     import polyc.pipeline  # noqa: F401 - imported once here, not in every worker
 
+    lost = lost or _failed
     results: list[Result | None] = [None] * len(cases)
-    for done, (index, result) in enumerate(_isolated(cases, run, jobs, timeout), start=1):
+    for done, (index, result) in enumerate(_isolated(cases, run, jobs, timeout, lost),
+                                           start=1):
         results[index] = result
         if progress:
             progress(result, done, len(cases))
     return results
 
 
-def _isolated(cases, run, jobs: int, timeout: float) -> Iterator[tuple[int, Result]]:
+def _failed(case: TestCase, reason: str, seconds: float) -> Result:
+    return Result(case.kind, case.name, FAIL, reason, seconds)
+
+
+def _isolated(cases, run, jobs: int, timeout: float, lost) -> Iterator[tuple[int, Result]]:
     """(index, result) of every case, as workers finish them."""
     pending = deque(range(len(cases)))
     busy: list[_Worker] = []
@@ -59,7 +68,7 @@ def _isolated(cases, run, jobs: int, timeout: float) -> Iterator[tuple[int, Resu
                 busy.append(worker)
             _wait(busy, timeout)
             for worker in list(busy):
-                finished = worker.collect(timeout)
+                finished = worker.collect(timeout, lost)
                 if finished is None:
                     continue
                 busy.remove(worker)
@@ -101,7 +110,7 @@ class _Worker:
         self.index, self.started = index, time.monotonic()
         self.count += 1
 
-    def collect(self, timeout: float) -> tuple[int, Result] | None:
+    def collect(self, timeout: float, lost) -> tuple[int, Result] | None:
         """(index, result) of the current case when it is over, else None."""
         if self.conn.poll():
             try:
@@ -116,8 +125,7 @@ class _Worker:
             reason = f"timeout: no result after {timeout:g} s"
         else:
             reason = f"crash: {self._death()}"
-        case = self.cases[self.index]
-        return self.index, Result(case.kind, case.name, FAIL, reason, elapsed)
+        return self.index, lost(self.cases[self.index], reason, elapsed)
 
     def _death(self) -> str:
         """How the process ended, with the last line it wrote to stderr."""
