@@ -188,3 +188,24 @@ def test_relu_keeps_nan(x):
     for options in OPTIONS[:2]:
         out = compiled_outputs(g, {"x": x}, **options)["y"]
         np.testing.assert_array_equal(out, np.maximum(x, 0))
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+def test_positions_read_as_loop_iterators(options, x):
+    """A ``positions`` vector is the loop iterator's value: read along the vectorized
+    loop (lanes j, j+1, ..) and across it (one i in every lane), never stored."""
+    m, n = x.shape
+    tensors = {t.name: t for t in (TensorInfo("x", x.shape), TensorInfo("y", x.shape),
+                                   TensorInfo("p", (n,), "int64"),
+                                   TensorInfo("q", (m,), "int64"))}
+    along = Call("cast_float32", (Read("p", (i1,)),))
+    across = Call("cast_float32", (Read("q", (i0,)),))
+    pick = Call("select", (Call("gt", (Read("x", (i0, i1)), Const(0.0))), along, across))
+    g = Graph("positions", (tensors["x"],), (tensors["y"],), tensors, {},
+              (Map("y", x.shape, pick, label="pick"),), 17, positions=frozenset({"p", "q"}))
+    j, i = np.meshgrid(np.arange(n), np.arange(m))
+    want = np.where(x > 0, j, i).astype(np.float32)
+    np.testing.assert_array_equal(evaluate(g, {"x": x})["y"], want)
+    compiled = polyc.compile(g, **options)
+    np.testing.assert_array_equal(compiled.run({"x": x})["y"], want)
+    assert not compiled.compilation.plan.constants and "p" not in compiled.compilation.plan.inputs

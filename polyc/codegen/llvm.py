@@ -490,6 +490,10 @@ class _LoopEmitter:
             guard = instance.guards[k] if instance.guards else None
             if guard is not None:  # lanes outside the array: masked off, the fill
                 return self._guarded_load(lanes, k, mask), dtype
+            if not self.program.arrays[array].stored:  # positions: the lanes' indices
+                first = vector.splat(b, self._element(array, instance.reads[k]))
+                return (b.add(first, vector.lane_numbers()) if lanes.strides[1 + k]
+                        else first), dtype
             address = self._address(array, instance.reads[k])
             if lanes.strides[1 + k]:
                 value = vector.load(b, address, mask, element)
@@ -585,11 +589,14 @@ class _LoopEmitter:
     def user(self, node: isl.AstNode) -> None:
         instance = self.program.instance(node)
         statement = instance.statement
-        addresses = [self._address(a.array, off) if a.lookup is None else None
+        addresses = [self._address(a.array, off) if a.lookup is None
+                     and self.program.arrays[a.array].stored else None
                      for a, off in zip(statement.reads, instance.reads)]
 
         def load(k: int, at=None) -> tuple[ir.Value, str]:
             access = statement.reads[k]
+            if not self.program.arrays[access.array].stored:
+                return self._element(access.array, instance.reads[k]), "int64"
             address = addresses[k] if at is None else self._lookup_address(
                 access, instance.reads[k], at)
             element, dtype = self._memory_type(access.array), self._dtype(access.array)

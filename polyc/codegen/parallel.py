@@ -103,7 +103,8 @@ def arrays_in(node: isl.AstNode, program: LoopProgram) -> tuple[str, ...]:
     for user in users(node):
         statement = program.instance(user).statement
         for access in (statement.write, *statement.reads):
-            names.setdefault(program.memory(access.array))
+            if program.arrays[access.array].stored:
+                names.setdefault(program.memory(access.array))
     return tuple(names)
 
 

@@ -217,9 +217,14 @@ def splat(b: ir.IRBuilder, scalar: ir.Value) -> ir.Value:
                             ir.Constant(ir.VectorType(I32, LANES), [0] * LANES))
 
 
+def lane_numbers() -> ir.Constant:
+    """``<0, 1, .., LANES - 1>`` as i64."""
+    return ir.Constant(ir.VectorType(I64, LANES), list(range(LANES)))
+
+
 def lane_mask(b: ir.IRBuilder, init: ir.Value, bound: ir.Value) -> ir.Value:
     """Lane ``l`` is on when ``init + l <= bound``."""
-    lane = ir.Constant(ir.VectorType(I64, LANES), list(range(LANES)))
+    lane = lane_numbers()
     return b.icmp_signed("<=", lane, splat(b, b.sub(bound, init)))
 
 

@@ -363,7 +363,9 @@ class Graph:
 
     ``tensors`` describes every tensor name used (inputs, outputs, constants,
     intermediates), each of a dtype in :data:`DTYPES`; ``constants`` holds the values
-    of weights (numpy arrays of those dtypes).
+    of weights (numpy arrays of those dtypes); ``positions`` names the int64 vectors
+    whose element ``[i]`` is ``i`` (an ArgMax's positions along its axis): a read of one
+    is the loop iterator's value, never a table in memory.
     Graph outputs are always written by a Map or Reduce (never a View, input or
     constant: the frontend inserts a copy).
     """
@@ -377,6 +379,7 @@ class Graph:
     opset: int
     model_hash: str = ""
     notes: tuple[str, ...] = field(default=())  # what clean-up did, for the report
+    positions: frozenset[str] = frozenset()
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -392,5 +395,6 @@ class Graph:
         lines += [f"  output {t}" for t in self.outputs]
         for name, value in self.constants.items():
             lines.append(f"  const  {name}: {value.dtype}{list(value.shape)}")
+        lines += [f"  positions {name}: {self.tensors[name]}" for name in sorted(self.positions)]
         lines += [f"  {op}" for op in self.ops]
         return "\n".join(lines)

@@ -94,6 +94,8 @@ def evaluate(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nda
     """Run ``graph`` on ``inputs`` (name -> array of the input's dtype); the outputs by
     name."""
     values: dict[str, np.ndarray] = dict(graph.constants)
+    values.update({name: np.arange(graph.tensors[name].shape[0], dtype=np.int64)
+                   for name in graph.positions})
     values.update(_checked_inputs(graph, inputs))
     with np.errstate(all="ignore"):
         for op in graph.ops:

@@ -65,6 +65,7 @@ class LoweringContext:
         self._env: dict[str, TensorInfo] = {}      # ONNX value name -> core tensor
         self._tensors: dict[str, TensorInfo] = {}  # core tensor name -> info
         self._constants: dict[str, np.ndarray] = {}
+        self._positions: set[str] = set()
         self._shape_values: dict[str, np.ndarray] = {}  # tensor -> ints and Syms
         self._ops: list[core.Op] = []
         self._producer: dict[str, int] = {}        # tensor -> index in _ops
@@ -112,6 +113,15 @@ class LoweringContext:
         name = self.fresh(label)
         self._constants[name] = value
         info = TensorInfo(name, tuple(value.shape), value.dtype.name)
+        self._tensors[name] = info
+        return info
+
+    def positions(self, n: int) -> TensorInfo:
+        """A new int64[n] tensor whose element [i] is i, read as the loop iterator's
+        value (:attr:`core.Graph.positions`): no table of n elements is made."""
+        name = self.fresh("positions")
+        self._positions.add(name)
+        info = TensorInfo(name, (n,), "int64")
         self._tensors[name] = info
         return info
 
@@ -320,6 +330,7 @@ class LoweringContext:
             opset=self.opset,
             model_hash=self._graph.model_hash,
             notes=self._graph.notes,
+            positions=frozenset(self._positions & used),
         )
 
     # -- internals --------------------------------------------------------------------
@@ -475,9 +486,9 @@ def check_graph(graph: Graph) -> None:
 
     Every tensor used is described in ``tensors``; each is written by exactly one op,
     after which it is read; graph outputs are written by a Map or Reduce; constants have
-    their tensor's dtype, one of ``core.DTYPES``.
+    their tensor's dtype, one of ``core.DTYPES``; positions are int64 vectors.
     """
-    written = {t.name for t in graph.inputs} | set(graph.constants)
+    written = {t.name for t in graph.inputs} | set(graph.constants) | graph.positions
     for op in graph.ops:
         missing = [t for t in op.inputs if t not in written]
         if missing:
@@ -497,4 +508,7 @@ def check_graph(graph: Graph) -> None:
         if value.dtype.name not in core.DTYPES or value.dtype.name != graph.tensors[name].dtype:
             raise ValueError(f"constant '{name}' has dtype {value.dtype}, not its tensor's "
                              f"{graph.tensors[name].dtype}")
+    for name in graph.positions:
+        if graph.tensors[name].dtype != "int64" or len(graph.tensors[name].shape) != 1:
+            raise ValueError(f"positions '{name}' are not an int64 vector")
 

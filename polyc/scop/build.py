@@ -91,6 +91,7 @@ class _Builder:
         graph = self.graph
         kinds = {t.name: "input" for t in graph.inputs}
         kinds.update({name: "constant" for name in graph.constants})
+        kinds.update({name: "positions" for name in graph.positions})
         kinds.update({t.name: "output" for t in graph.outputs})
         for op in graph.ops:
             if not isinstance(op, View):

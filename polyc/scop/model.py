@@ -34,8 +34,9 @@ def extent_value(scop: Scop, extent: str, values: Mapping[str, int]) -> int:
 class Array:
     """A tensor with storage. ``name`` is its isl tuple name; ``tensor`` the ONNX name.
 
-    Kinds: ``input``, ``output`` (written whole), ``constant``, ``temp`` for ONNX
-    models; ``inout`` (its initial value is read: given by the caller, updated in
+    Kinds: ``input``, ``output`` (written whole), ``constant``, ``temp``, and
+    ``positions`` (int64[n] whose element [i] is i: no storage, a read is its index)
+    for ONNX models; ``inout`` (its initial value is read: given by the caller, updated in
     place) and ``result`` (only written: zeros unless given) for loop nests. An extent
     may be a string, an affine expression of the SCoP's parameters (``"N + 2"``),
     until :func:`polyc.scop.params.bind_parameters` makes it an int.
@@ -50,6 +51,11 @@ class Array:
     @property
     def symbolic(self) -> bool:
         return any(isinstance(extent, str) for extent in self.shape)
+
+    @property
+    def stored(self) -> bool:
+        """Whether the array is memory (all but ``positions``)."""
+        return self.kind != "positions"
 
     @property
     def flat(self) -> bool:

@@ -10,17 +10,14 @@ identity, through the post-processing Map (ReduceLogSum: log(0) = -inf).
 ReduceSum/Max/Min/Prod also take int64 and int32 (wrapping on overflow; max/min
 start from the type's limits) and ReduceMax/Min bool (or / and). ArgMax and ArgMin
 give int64 indices: a Reduce of the extreme value, then a Reduce of the first (or
-last) position holding it, read from a constant ``arange``.
+last) position holding it, the loop iterator's value.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from polyc.frontend.core import COMBINERS, Call, Const, Ix, Read, identity, identity_index
 from polyc.frontend.ops.indexing import normalize_axis, size
 from polyc.frontend.ops.registry import onnx_op
-from polyc.limits import check_memory, tensor_bytes
 
 
 def _axes(ctx, data, axes, noop_with_empty_axes) -> tuple[int, ...]:
@@ -273,7 +270,8 @@ def _arg_extreme(ctx, data, axis, keepdims, select_last_index, combiner: str):
 
     m = combiner over axis of x, NaN left out (read as the identity); then the min (or
     max, for the last index) over axis of ``select(x == m, position, sentinel)``; a row
-    whose first element is NaN gives 0. Positions come from a constant int64 arange.
+    whose first element is NaN gives 0. A position is the loop iterator's value
+    (``ctx.positions``), not read from a table.
     """
     rank = len(data.shape)
     try:
@@ -291,9 +289,7 @@ def _arg_extreme(ctx, data, axis, keepdims, select_last_index, combiner: str):
     best = ctx.reduce(out_shape=kept_shape, init=identity(combiner, data.dtype),
                       extents=data.shape, out_index=kept_index, combiner=combiner,
                       expr=value, label=f"arg{combiner}_value")
-    check_memory({"input": tensor_bytes(data.name, data.shape, np.dtype(data.dtype).itemsize),
-                  f"a table of the {n} positions along axis {axis}": 8 * n}, ctx.memory_limit)
-    positions = ctx.constant(np.arange(n, dtype=np.int64), "arange")
+    positions = ctx.positions(n)
     position = Read(positions.name, (Ix.var(axis),))
     pick = "max" if select_last_index else "min"
     sentinel = Const(-1 if select_last_index else n, "int64")
