@@ -2,12 +2,13 @@
 
     python benchmarks/graph_size.py [--sizes 100,1000,10000] [--json out.json]
 
-Two generated graphs: a chain of N elementwise ops over [64, 64] (Add, Mul and Relu in
-turn, a constant operand) and a Concat of N/5 branches (Relu or Neg of a [2, 8] input,
-at most 2,000). For each size it prints the compile time (``polyc.compile``, default
-options, one thread), the statements left after inlining and the time per node, and
-checks the result against onnxruntime; the JSON (default
-benchmarks/results/graph_size.json) has one row per graph and size.
+Generated graphs: a chain of N elementwise ops over [64, 64] (Add, Mul and Relu in turn,
+a constant operand), the same chain compiled with ``fuse="none"`` (one loop nest per op,
+each written in place; at most 2,000 ops) and a Concat of N/5 branches (Relu or Neg of
+a [2, 8] input, at most 2,000). For each size it prints the compile time
+(``polyc.compile``, default options but ``fuse``, one thread), the statements left after
+inlining and the time per node, and checks the result against onnxruntime; the JSON
+(default benchmarks/results/graph_size.json) has one row per graph and size.
 """
 
 from __future__ import annotations
@@ -28,13 +29,15 @@ import polyc  # noqa: E402
 
 from onnx_helpers import run_onnxruntime  # noqa: E402
 
+KINDS = ("chain", "unfused", "concat")
+
 
 def measure(kind: str, nodes: int) -> dict:
-    model = chain(nodes) if kind == "chain" else wide_concat(nodes)
+    model = wide_concat(nodes) if kind == "concat" else chain(nodes)
     start = time.perf_counter()
-    compiled = polyc.compile(model, threads=1)
+    compiled = polyc.compile(model, threads=1, fuse="none" if kind == "unfused" else "smart")
     seconds = time.perf_counter() - start
-    shape = (64, 64) if kind == "chain" else (2, 8)
+    shape = (2, 8) if kind == "concat" else (64, 64)
     x = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
     np.testing.assert_allclose(compiled.run({"x": x})["y"], run_onnxruntime(model, {"x": x})["y"],
                                rtol=1e-5, atol=1e-6)
@@ -50,9 +53,10 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     rows = []
     print(f"{'graph':<8}{'nodes':>8}{'statements':>12}{'compile s':>11}{'ms / node':>11}")
-    for kind in ("chain", "concat"):
+    for kind in KINDS:
         for size in args.sizes:
-            nodes = size if kind == "chain" else min(size // 5, 2000)
+            nodes = {"chain": size, "unfused": min(size, 2000),
+                     "concat": min(size // 5, 2000)}[kind]
             row = measure(kind, nodes)
             rows.append(row)
             print(f"{kind:<8}{nodes:>8}{row['statements']:>12}{row['compile_s']:>11.2f}"

@@ -29,8 +29,12 @@ def union_of(ctx: isl.Context, sets) -> isl.UnionSet:
     in a balanced tree: adding one set at a time copied the growing union each time
     (quadratic in the number of sets)."""
     parts = [isl.UnionSet.from_set(part) for part in sets]
-    if not parts:
-        return isl.UnionSet.empty(isl.Space.params_alloc(ctx, 0))
+    return united(parts) if parts else isl.UnionSet.empty(isl.Space.params_alloc(ctx, 0))
+
+
+def united(parts: list):
+    """The union of the union sets or maps ``parts`` (at least one), in a balanced tree
+    of pairwise unions."""
     while len(parts) > 1:
         parts = [parts[k].union(parts[k + 1]) if k + 1 < len(parts) else parts[k]
                  for k in range(0, len(parts), 2)]

@@ -1,7 +1,8 @@
 """Deep and wide graphs compile without recursion proportional to their size: a chain
 of elementwise ops is inlined into bodies of bounded depth (``fusion.inline.MAX_DEPTH``)
 and a Concat of many parts is a tree of Concats of at most ``CONCAT_PARTS`` each. Both
-had overflowed Python's stack (RecursionError at 250 chained ops, at 300 parts)."""
+had overflowed Python's stack (RecursionError at 250 chained ops, at 300 parts). An
+unfused chain is written in place op after op in time linear in its length."""
 
 import numpy as np
 import onnx
@@ -55,6 +56,24 @@ def test_a_long_chain_of_elementwise_ops(n):
     assert all(body_depth(s.body) <= MAX_DEPTH for s in statements)
     assert len(statements) < n / 10  # still inlined, in bounded pieces
     x = np.random.default_rng(1).standard_normal((64, 64), dtype=np.float32)
+    np.testing.assert_allclose(compiled.run({"x": x})["y"], run_onnxruntime(model, {"x": x})["y"],
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n, threads", [(200, 1), (200, 2),
+                                        pytest.param(2000, 1, marks=pytest.mark.slow)])
+def test_a_long_chain_unfused_runs_in_one_memory(n, threads):
+    """With ``fuse="none"`` each op is a loop nest; each writes in place into the memory
+    of the one before (scratch of one tensor). Checking that was quadratic in the chain
+    (every earlier array's accesses at each op: 2000 ops ran past 10 minutes); each op
+    now checks the accesses of the array it overwrites only."""
+    model = chain(n)
+    compiled = polyc.compile(model, fuse="none", threads=threads)
+    compilation = compiled.compilation
+    assert len(compilation.scop.statements) == n
+    assert len(compilation.plan.in_place) >= n - 2
+    assert compilation.plan.scratch_bytes <= 64 * 64 * 4
+    x = np.random.default_rng(3).standard_normal((64, 64), dtype=np.float32)
     np.testing.assert_allclose(compiled.run({"x": x})["y"], run_onnxruntime(model, {"x": x})["y"],
                                rtol=1e-5, atol=1e-6)
 

@@ -32,6 +32,7 @@ place, instead of scratch the size of the output.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -39,8 +40,8 @@ import islpy as isl
 import numpy as np
 
 from polyc.errors import IllegalScheduleError
-from polyc.islutil import linear_aff, offset_strides
-from polyc.scheduler.legality import check_order, check_parallel
+from polyc.islutil import linear_aff, offset_strides, united
+from polyc.scheduler.legality import ParallelLoops, check_order
 from polyc.scop.model import Access, Dependences, Scop, Statement
 
 
@@ -61,61 +62,109 @@ class InPlace:
 def write_in_place(scop: Scop, schedule: isl.Schedule) -> tuple[Scop, tuple[InPlace, ...]]:
     """Every statement that may write in place does; the SCoP with the orders that
     needs among its dependences, and what was done."""
-    times, done = schedule.get_map(), {}
+    done: dict[str, InPlace] = {}
+    index = _Index(scop, schedule)
+    settled: dict[str, tuple[str, frozenset[str]]] = {}
+    orders = []
     for statement in scop.statements:
         array = statement.write.array
-        found = _legal_buffer(scop, statement, done, schedule, times)
+        found = _legal_buffer(index, statement, done, settled)
         if found is not None:
             buffer, hazards = found
+            settled[buffer] = (array, frozenset(_sharing(done, buffer)))
             done[array] = InPlace(statement.name, array, buffer, scop.array(array).nbytes)
         else:
-            found = _legal_output(scop, statement, done, schedule, times)
+            found = _legal_output(index, statement, done)
             if found is None:
                 continue
             memory, hazards = found
+            settled.pop(memory, None)
             for name in _sharing(done, memory):
                 done[name] = InPlace(_writer(scop, name), name, array, scop.array(name).nbytes)
-        scop = replace(scop, dependences=_union(scop.dependences, hazards))
+        orders.append(hazards)
+    if orders:
+        scop = replace(scop, dependences=_union(scop.dependences, orders))
     return scop, tuple(done.values())
 
 
-def _legal_buffer(scop: Scop, statement: Statement, done: Mapping[str, InPlace],
-                  schedule: isl.Schedule, times: isl.UnionMap
+class _Index:
+    """A SCoP's accesses by array, and each access's cells, computed once: the pass
+    looks at the accesses of a few arrays per statement, not at every statement; the
+    schedule's map and parallel loops, which the orders are checked against."""
+
+    def __init__(self, scop: Scop, schedule: isl.Schedule):
+        self.scop = scop
+        self.times = schedule.get_map()
+        self.loops = ParallelLoops(schedule)
+        self.reads: dict[str, list[tuple[Statement, Access]]] = defaultdict(list)
+        self.writes: dict[str, list[Statement]] = defaultdict(list)
+        for statement in scop.statements:
+            for access in statement.reads:
+                self.reads[access.array].append((statement, access))
+            self.writes[statement.write.array].append(statement)
+        self._cells: dict[int, isl.Map] = {}
+
+    def cells(self, access: Access) -> isl.Map:
+        """Instances -> the row-major offsets of the elements they touch, ``[offset]``."""
+        key = id(access)
+        if key not in self._cells:
+            array = self.scop.array(access.array)
+            space = access.relation.get_space().range()
+            offset = isl.Map.from_aff(linear_aff(space, offset_strides(array.shape)))
+            self._cells[key] = access.relation.apply_range(
+                offset.set_tuple_name(isl.dim_type.out, "cell"))
+        return self._cells[key]
+
+
+def _legal_buffer(index: _Index, statement: Statement, done: Mapping[str, InPlace], settled
                   ) -> tuple[str, Dependences] | None:
     """The first memory ``statement`` may write into under ``schedule``, and the orders
-    that needs; None if there is none."""
+    that needs; None if there is none. ``settled[memory]`` is ``(array, arrays)``: the
+    last array written into ``memory`` and the arrays whose every access runs before
+    that array's writer overwrites the cell (checked when it was placed)."""
+    scop = index.scop
     if not _static_temp(scop, statement.write.array):
         return None
     nbytes = scop.array(statement.write.array).nbytes
-    return _first_legal(scop, statement, done, schedule, times,
-                        lambda memory: nbytes <= memory.nbytes)
+    return _first_legal(index, statement, done, lambda memory: nbytes <= memory.nbytes,
+                        settled)
 
 
-def _legal_output(scop: Scop, statement: Statement, done: Mapping[str, InPlace],
-                  schedule: isl.Schedule, times: isl.UnionMap
+def _legal_output(index: _Index, statement: Statement, done: Mapping[str, InPlace]
                   ) -> tuple[str, Dependences] | None:
     """When ``statement`` writes a graph output: the first memory of a temporary it
     reads that may move into the output's (that memory's own array), and the orders
     that needs; None if there is none."""
-    output = scop.array(statement.write.array)
+    output = index.scop.array(statement.write.array)
     if output.kind != "output" or output.symbolic:
         return None  # (a memory already in an output stays there: temporaries only)
-    return _first_legal(scop, statement, done, schedule, times,
-                        lambda memory: memory.kind == "temp" and memory.nbytes <= output.nbytes)
+    return _first_legal(index, statement, done,
+                        lambda memory: memory.kind == "temp" and memory.nbytes <= output.nbytes,
+                        {})
 
 
-def _first_legal(scop: Scop, statement: Statement, done: Mapping[str, InPlace],
-                 schedule: isl.Schedule, times: isl.UnionMap, usable
-                 ) -> tuple[str, Dependences] | None:
+def _first_legal(index: _Index, statement: Statement, done: Mapping[str, InPlace], usable,
+                 settled) -> tuple[str, Dependences] | None:
     """The memory of the first of ``statement``'s :func:`_sources` that is ``usable``
     (given its memory's Array) and whose sharing with ``statement``'s write the schedule
-    respects, and the orders that needs; None if there is none."""
-    for source in _sources(scop, statement):
+    respects, and the orders that needs; None if there is none.
+
+    When the source is the last array written into its memory (``settled``), the
+    accesses of the arrays settled before it need no check: each runs before the
+    source's writer overwrites the cell, which runs before ``statement`` reads the
+    source there (a dependence the schedule respects), in the same instance that
+    overwrites it again. A chain of n in-place ops is then n small checks, not n^2."""
+    scop = index.scop
+    for source in _sources(index, statement):
         memory = done[source].buffer if source in done else source
         if not usable(scop.array(memory)):
             continue
-        hazards = _hazards(scop, statement, _sharing(done, memory))
-        if _respected(scop, hazards, schedule, times):
+        sharing = _sharing(done, memory)
+        last, before = settled.get(memory, ("", frozenset()))
+        if last == source:
+            sharing -= before
+        hazards = _hazards(index, statement, sharing)
+        if _respected(index, hazards):
             return memory, hazards
     return None
 
@@ -136,70 +185,63 @@ def _sharing(done: Mapping[str, InPlace], buffer: str) -> set[str]:
     return {buffer} | {name for name, d in done.items() if d.buffer == buffer}
 
 
-def _respected(scop: Scop, hazards: Dependences, schedule: isl.Schedule,
-               times: isl.UnionMap) -> bool:
+def _respected(index: _Index, hazards: Dependences) -> bool:
+    """Whether the schedule runs the orders ``hazards`` forward, none across the
+    iterations of a parallel loop."""
     try:
-        check_order(hazards, times)
-        check_parallel(replace(scop, dependences=hazards), schedule)
+        check_order(hazards, index.times)
+        index.loops.check(hazards, index.scop.context)
     except IllegalScheduleError:
         return False
     return True
 
 
-def _sources(scop: Scop, statement: Statement) -> list[str]:
+def _sources(index: _Index, statement: Statement) -> list[str]:
     """The temporaries ``statement`` may write into, from its accesses alone."""
-    target = statement.write.array
+    scop, target = index.scop, statement.write.array
     if not _plain(statement.write):
         return []
-    if any(s.write.array == target for s in scop.statements if s is not statement):
+    if index.writes[target] != [statement]:
         return []
     if any(r.array == target for r in statement.reads):
         return []
     if not statement.write.relation.is_injective():
         return []
-    written = _cells(scop, statement.write)
+    written = index.cells(statement.write)
     return [name for name in dict.fromkeys(r.array for r in statement.reads)
             if _static_temp(scop, name) and _itemsize(scop, name) == _itemsize(scop, target)
-            and all(_plain(r) and _cells(scop, r).is_equal(written)
+            and all(_plain(r) and index.cells(r).is_equal(written)
                     for r in statement.reads if r.array == name)]
 
 
-def _hazards(scop: Scop, statement: Statement, sharing: set[str]) -> Dependences:
+def _hazards(index: _Index, statement: Statement, sharing: set[str]) -> Dependences:
     """The orders writing ``statement``'s array into the memory of the arrays
     ``sharing`` needs, as dependences: every access to a cell of that memory before
     the instance that overwrites the cell (WAR from reads, WAW from writes; the
     statement's own read in the same instance comes first anyway); every read of the
     written array after the instance writing the element (RAW)."""
-    target = statement.write.array
-    overwrite = _cells(scop, statement.write).reverse()
-    raw = war = waw = isl.UnionMap.empty(isl.Space.params_alloc(scop.ctx, 0))
-    for other in scop.statements:
-        for access in other.reads:
-            if access.array in sharing:
-                pairs = _cells(scop, access).apply_range(overwrite)
-                if other is statement:
-                    pairs = pairs.subtract(isl.Map.identity(pairs.get_space()))
-                war = war.union(pairs)
-            if access.array == target and other is not statement:
-                raw = raw.union(statement.write.relation.apply_range(access.relation.reverse()))
-        if other.write.array in sharing:
-            waw = waw.union(_cells(scop, other.write).apply_range(overwrite))
-    return Dependences(raw=raw, war=war, waw=waw)
+    overwrite = index.cells(statement.write).reverse()
+    war, waw = [], []
+    for array in sharing:
+        for other, access in index.reads[array]:
+            pairs = index.cells(access).apply_range(overwrite)
+            if other is statement:
+                pairs = pairs.subtract(isl.Map.identity(pairs.get_space()))
+            war.append(isl.UnionMap.from_map(pairs))
+        waw += [isl.UnionMap.from_map(index.cells(other.write).apply_range(overwrite))
+                for other in index.writes[array]]
+    raw = [isl.UnionMap.from_map(statement.write.relation.apply_range(access.relation.reverse()))
+           for other, access in index.reads[statement.write.array] if other is not statement]
+    empty = isl.UnionMap.empty(isl.Space.params_alloc(index.scop.ctx, 0))
+    return Dependences(raw=united(raw) if raw else empty, war=united(war) if war else empty,
+                       waw=united(waw) if waw else empty)
 
 
-def _cells(scop: Scop, access: Access) -> isl.Map:
-    """Instances -> the row-major offsets of the elements they touch, ``[offset]``."""
-    array = scop.array(access.array)
-    space = access.relation.get_space().range()
-    offset = isl.Map.from_aff(linear_aff(space, offset_strides(array.shape)))
-    return access.relation.apply_range(offset.set_tuple_name(isl.dim_type.out, "cell"))
-
-
-def _union(deps: Dependences | None, more: Dependences) -> Dependences:
-    if deps is None:
-        return more
-    return Dependences(deps.raw.union(more.raw), deps.war.union(more.war),
-                       deps.waw.union(more.waw))
+def _union(deps: Dependences | None, more: list[Dependences]) -> Dependences:
+    """``deps`` (if any) and every one of ``more``, united kind by kind."""
+    parts = ([deps] if deps is not None else []) + more
+    return Dependences(*(united([getattr(d, kind) for d in parts])
+                         for kind in ("raw", "war", "waw")))
 
 
 def _plain(access: Access) -> bool:

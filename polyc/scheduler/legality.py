@@ -59,37 +59,69 @@ def check_parallel(scop: Scop, schedule: isl.Schedule) -> None:
     """Raise :class:`IllegalScheduleError` when the loop under a ``parallel`` mark (the
     first member of the band right below it) carries a dependence: two dependent
     instances with the same outer schedule prefix in different iterations of the loop."""
-    marks: list[isl.ScheduleNode] = []
-
-    def visit(node: isl.ScheduleNode) -> bool:
-        if (node.get_type() == isl.schedule_node_type.mark
-                and node.mark_get_id().get_name() == PARALLEL_MARK):
-            marks.append(node.copy())  # the callback's node is only borrowed
-        return True
-
-    schedule.get_root().foreach_descendant_top_down(visit)
-    for mark in marks:
-        _check_parallel_loop(scop, mark)
+    ParallelLoops(schedule).check(scop.dependences, scop.context)
 
 
-def _check_parallel_loop(scop: Scop, mark: isl.ScheduleNode) -> None:
-    band = mark.child(0)
-    if band.get_type() != isl.schedule_node_type.band:
-        raise IllegalScheduleError(f"a parallel mark is above a {band.get_type()} node, "
-                                   "not a band")
-    domain = band.get_domain()
-    outer = band.get_prefix_schedule_union_map().intersect_domain(domain)
-    loop = isl.UnionMap.from_union_pw_aff(band.band_get_partial_schedule().get_at(0))
-    same_outer = outer.apply_range(outer.reverse())
-    same_iteration = loop.apply_range(loop.reverse())
-    for kind, umap in scop.dependences.kinds().items():
-        deps = umap.intersect_domain(domain).intersect_range(domain)
-        if scop.context is not None:
-            deps = deps.intersect_params(scop.context)
-        carried = deps.intersect(same_outer).subtract(same_iteration)
-        if carried.is_empty():
-            continue
-        (dep, *_) = union_maps(carried)
+class ParallelLoops:
+    """The loops under ``parallel`` marks of a schedule, with what checking one needs,
+    built once for the checks of many sets of dependences."""
+
+    def __init__(self, schedule: isl.Schedule):
+        marks: list[isl.ScheduleNode] = []
+
+        def visit(node: isl.ScheduleNode) -> bool:
+            if (node.get_type() == isl.schedule_node_type.mark
+                    and node.mark_get_id().get_name() == PARALLEL_MARK):
+                marks.append(node.copy())  # the callback's node is only borrowed
+            return True
+
+        schedule.get_root().foreach_descendant_top_down(visit)
+        self.loops = [_ParallelLoop(mark) for mark in marks]
+
+    def check(self, dependences: Dependences, context: isl.Set | None = None) -> None:
+        """Raise :class:`IllegalScheduleError` when a loop carries one of ``dependences``
+        (a loop holding no source or no sink of them carries none)."""
+        kinds = {kind: umap for kind, umap in dependences.kinds().items()
+                 if not umap.is_empty()}
+        if not kinds or not self.loops:
+            return
+        sources = set().union(*(statement_names(umap.domain()) for umap in kinds.values()))
+        sinks = set().union(*(statement_names(umap.range()) for umap in kinds.values()))
+        for loop in self.loops:
+            if loop.statements & sources and loop.statements & sinks:
+                loop.check(kinds, context)
+
+
+class _ParallelLoop:
+    """One loop under a parallel mark: its instances, which have the same outer
+    schedule and which the same iteration of the loop."""
+
+    def __init__(self, mark: isl.ScheduleNode):
+        band = mark.child(0)
+        if band.get_type() != isl.schedule_node_type.band:
+            raise IllegalScheduleError(f"a parallel mark is above a {band.get_type()} node, "
+                                       "not a band")
+        self.domain = band.get_domain()
+        self.statements = set(statement_names(self.domain))
+        outer = band.get_prefix_schedule_union_map().intersect_domain(self.domain)
+        self.loop = isl.UnionMap.from_union_pw_aff(band.band_get_partial_schedule().get_at(0))
+        self.same_outer = outer.apply_range(outer.reverse())
+        self.same_iteration = self.loop.apply_range(self.loop.reverse())
+
+    def check(self, kinds: dict[str, isl.UnionMap], context: isl.Set | None) -> None:
+        domain = self.domain
+        for kind, umap in kinds.items():
+            deps = umap.intersect_domain(domain).intersect_range(domain)
+            if context is not None:
+                deps = deps.intersect_params(context)
+            carried = deps.intersect(self.same_outer).subtract(self.same_iteration)
+            if carried.is_empty():
+                continue
+            (dep, *_) = union_maps(carried)
+            self._refuse(kind, dep)
+
+    def _refuse(self, kind: str, dep: isl.Map) -> None:
+        domain, loop = self.domain, self.loop
         names = ", ".join(sorted(statement_names(domain)))
         raise IllegalScheduleError(
             f"parallel loop {loop} of {names} carries a {kind} dependence "
