@@ -2,12 +2,15 @@
 
 - islpy lists are not iterable: use :func:`items`.
 - Sets and maps are built programmatically (spaces, affs), never from f-strings.
+- isl counts the operations of a context only once a maximum is set, and a call past
+  it fails with a plain ``isl.Error``: :func:`budget` turns that into :class:`OverBudget`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import islpy as isl
 
@@ -22,6 +25,28 @@ def items(isl_list) -> list:
 
 def union_maps(umap: isl.UnionMap) -> list[isl.Map]:
     return items(umap.get_map_list())
+
+
+class OverBudget(Exception):
+    """isl work past its :func:`budget`; the caller falls back to something simpler."""
+
+
+@contextlib.contextmanager
+def budget(ctx: isl.Context, operations: int, what: str) -> Iterator[None]:
+    """The block's isl operations on ``ctx`` counted from 0 and stopped past
+    ``operations`` (about 3 million a second on this project's machines), which raises
+    :class:`OverBudget` naming ``what``. Blocks do not nest."""
+    ctx.reset_operations()
+    ctx.set_max_operations(operations)
+    try:
+        yield
+    except isl.Error as err:
+        if "maximal number of operations exceeded" not in str(err):
+            raise
+        raise OverBudget(f"{what} over budget ({operations:,} isl operations)") from err
+    finally:
+        ctx.set_max_operations(0)
+        ctx.reset_operations()
 
 
 def union_of(ctx: isl.Context, sets) -> isl.UnionSet:

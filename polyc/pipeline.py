@@ -25,13 +25,14 @@ from polyc.codegen.inplace import storage, write_in_place
 from polyc.codegen.layout import INITIAL, BufferPlan, constant_data, plan_buffers
 from polyc.codegen.llvm import ENTRY, emit_module
 from polyc.codegen.profile import parts as profile_parts
-from polyc.errors import PolycError, checked_options
+from polyc.errors import PolycError, ResourceError, checked_options
 from polyc.frontend import import_model
 from polyc.frontend.core import Graph
 from polyc.frontend.ops.winograd import CHOICES as WINOGRAD_CHOICES
 from polyc.frontend.ops.winograd import DEFAULT as DEFAULT_WINOGRAD
 from polyc.fusion.groups import FusionGroups, fuse
 from polyc.fusion.inline import inline_temporaries
+from polyc.islutil import OverBudget
 from polyc.limits import check_memory, tensor_bytes
 from polyc.scheduler import ScheduleResult, check_legality, schedule
 from polyc.scop.build import build_scop
@@ -213,6 +214,31 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
         stages.run("legality", check_legality, scop, scheduled.schedule)
     scop = stages.run("parameters", bind_parameters, scop, options.params,
                       options.symbolic or ())
+    try:
+        scop, scheduled, in_place, program = _loops(scop, scheduled, options, stages)
+    except OverBudget as err:
+        if not options.tile:
+            raise ResourceError(f"{err}: the schedule has too many pieces") from None
+        scheduled = replace(scheduled, decisions=scheduled.decisions + (
+            f"{err}: loops of the untiled schedule",))
+        try:
+            scop, scheduled, in_place, program = _loops(scop, scheduled,
+                                                        replace(options, tile=False), stages)
+        except OverBudget as again:
+            raise ResourceError(f"{again}, tiled or not") from None
+    plan = stages.run("buffers", plan_buffers, scop, program, in_place)
+    check_memory(_call_bytes(scop, plan), options.memory_limit)
+    llvm_ir = stages.run("llvm", _emit, scop, program, plan, options)
+    config.log_section(config.LLVM, "LLVM IR (before optimisation)", llvm_ir)
+    timed = _profile_parts(scop, program) if options.profile else ()
+    return Compilation(options, scop, groups, scheduled, program, plan, llvm_ir,
+                       tuple(stages.times), profile=timed)
+
+
+def _loops(scop: Scop, scheduled: ScheduleResult, options: Options, stages: _Stages):
+    """Tiling, parallel marks, in place and the AST of a scheduled SCoP: the SCoP (with
+    the orders in place needs), the schedule, what is in place and the loop program;
+    :class:`OverBudget` when generating the loops takes too long."""
     scop, scheduled = stages.run("tiling", tile, scop, scheduled, enabled=options.tile,
                                  size=options.tile_size, blocking=options.blocking,
                                  parallel=options.threads != 1)
@@ -221,13 +247,7 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
         stages.run("legality", check_legality, scop, scheduled.schedule)
     scop, in_place = stages.run("in place", write_in_place, scop, scheduled.schedule)
     program = stages.run("ast", build_ast, scop, scheduled.schedule, storage(in_place))
-    plan = stages.run("buffers", plan_buffers, scop, program, in_place)
-    check_memory(_call_bytes(scop, plan), options.memory_limit)
-    llvm_ir = stages.run("llvm", _emit, scop, program, plan, options)
-    config.log_section(config.LLVM, "LLVM IR (before optimisation)", llvm_ir)
-    timed = _profile_parts(scop, program) if options.profile else ()
-    return Compilation(options, scop, groups, scheduled, program, plan, llvm_ir,
-                       tuple(stages.times), profile=timed)
+    return scop, scheduled, in_place, program
 
 
 def _emit(scop: Scop, program: LoopProgram, plan: BufferPlan, options: Options) -> str:

@@ -19,8 +19,13 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from polyc.errors import CodegenError
-from polyc.islutil import flat_offset
+from polyc.islutil import budget, flat_offset
 from polyc.scop.model import Array, Scop, Statement, extent_expr
+
+# isl operations for the AST of one schedule (some minutes at 2-3 million a second;
+# the tiled schedules of inception_v2 and EfficientNet need about 1e8 and 6.5e7). Past
+# them the pipeline generates the untiled schedule's.
+OPERATIONS = 1_000_000_000
 
 
 def children(node: isl.AstNode) -> Iterator[isl.AstNode]:
@@ -93,10 +98,11 @@ class LoopProgram:
         return self.root.to_C_str()
 
 
-def build_ast(scop: Scop, schedule: isl.Schedule, storage: Mapping[str, str] | None = None
-              ) -> LoopProgram:
+def build_ast(scop: Scop, schedule: isl.Schedule, storage: Mapping[str, str] | None = None,
+              *, operations: int | None = None) -> LoopProgram:
     """Generate loops for ``schedule`` with access offsets computed by isl; ``storage``
-    is the program's :attr:`LoopProgram.storage`.
+    is the program's :attr:`LoopProgram.storage`. :class:`OverBudget` past
+    ``operations`` isl operations (default :data:`OPERATIONS`).
 
     Array shapes must be concrete; parameters keep their names in the AST (codegen
     looks their values up in ``scop.param_values``), the build context fixes them.
@@ -125,7 +131,8 @@ def build_ast(scop: Scop, schedule: isl.Schedule, storage: Mapping[str, str] | N
     build = isl.AstBuild.from_context(_context(scop))
     build, _keepalive = build.set_at_each_domain(at_each_domain)
     try:
-        root = build.node_from_schedule(schedule)
+        with budget(scop.ctx, operations or OPERATIONS, "AST generation"):
+            root = build.node_from_schedule(schedule)
     except isl.Error as err:
         raise CodegenError(f"isl AST generation failed: {err}") from err
     if failures:

@@ -241,7 +241,8 @@ def _union(deps: Dependences | None, more: list[Dependences]) -> Dependences:
     """``deps`` (if any) and every one of ``more``, united kind by kind."""
     parts = ([deps] if deps is not None else []) + more
     return Dependences(*(united([getattr(d, kind) for d in parts])
-                         for kind in ("raw", "war", "waw")))
+                         for kind in ("raw", "war", "waw")),
+                       exact=deps is None or deps.exact)
 
 
 def _plain(access: Access) -> bool:

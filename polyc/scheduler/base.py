@@ -57,8 +57,11 @@ def schedule(scop: Scop, groups: FusionGroups, *, scheduler: str = "pluto") -> S
         part, notes = SCHEDULERS[scheduler](scop, group, groups.policy)
         parts.append(part)
         decisions += [f"G{k}: {note}" for note in notes]
+    if not scop.dependences.exact:
+        decisions.insert(0, "dependences: memory-based (dependence analysis over its budget, "
+                            "scop.dependences.OPERATIONS)")
     if not parts:
-        return ScheduleResult(scheduler, scop.order, ())
+        return ScheduleResult(scheduler, scop.order, tuple(decisions))
     return ScheduleResult(scheduler, sequence(parts), tuple(decisions))
 
 

@@ -8,8 +8,13 @@ import islpy as isl
 
 from polyc.config import SYSTEMS, log_section
 from polyc.errors import PolycError
+from polyc.islutil import OverBudget, budget
 from polyc.scheduler.base import group_dependences, group_domain, register
 from polyc.scop.model import Scop
+
+# isl operations for one group's schedule (some 30 s); past them the group keeps its
+# original order, which is legal by definition.
+OPERATIONS = 100_000_000
 
 
 @register("isl")
@@ -25,7 +30,11 @@ def isl_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
     if scop.context is not None:
         constraints = constraints.set_context(scop.context)
     try:
-        schedule = constraints.compute_schedule()
+        with budget(scop.ctx, OPERATIONS, "isl's scheduler"):
+            schedule = constraints.compute_schedule()
+    except OverBudget as err:
+        schedule, _ = original_schedule(scop, group)
+        return schedule, (f"{err}: original order of {len(group)} statements",)
     except isl.Error as err:
         raise PolycError(f"isl's scheduler failed on {', '.join(group)}: {err}") from err
     return schedule, (f"isl compute_schedule over {len(group)} statements",)

@@ -33,7 +33,7 @@ import islpy as isl
 
 from polyc.config import SYSTEMS, log_section
 from polyc.errors import PolycError
-from polyc.islutil import items, sequence, union_maps
+from polyc.islutil import OverBudget, budget, items, sequence, union_maps
 from polyc.scheduler import farkas
 from polyc.scheduler.base import group_dependences, group_domain, register
 from polyc.scheduler.graph import topological_sccs
@@ -147,17 +147,13 @@ def _edges(deps: isl.UnionMap) -> list[Edge]:
 
 @contextlib.contextmanager
 def _budget(ctx: isl.Context, what: str):
-    """The block's isl operations counted from 0 and stopped past MAX_OPERATIONS, which
-    raises NoSchedule (Pluto then falls back to isl's scheduler)."""
-    ctx.reset_operations()
-    ctx.set_max_operations(MAX_OPERATIONS)
+    """The block's isl operations bounded by MAX_OPERATIONS; past them (or on another
+    isl error) NoSchedule: Pluto then falls back to isl's scheduler."""
     try:
-        yield
-    except isl.Error as err:
-        raise NoSchedule(f"{what} over budget ({MAX_OPERATIONS} isl operations)") from err
-    finally:
-        ctx.set_max_operations(0)
-        ctx.reset_operations()
+        with budget(ctx, MAX_OPERATIONS, what):
+            yield
+    except (OverBudget, isl.Error) as err:
+        raise NoSchedule(str(err)) from err
 
 
 # ``coefficients()`` enumerates the polyhedron's dual: cheap for the usual dependences,

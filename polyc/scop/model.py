@@ -178,11 +178,13 @@ class Statement:
 
 @dataclass(frozen=True)
 class Dependences:
-    """Exact dependences between statement instances (isl dataflow analysis)."""
+    """Dependences between statement instances: exact (isl dataflow analysis), or
+    memory-based when that analysis ran past its budget (``exact`` False)."""
 
     raw: isl.UnionMap
     war: isl.UnionMap
     waw: isl.UnionMap
+    exact: bool = True
 
     def kinds(self) -> dict[str, isl.UnionMap]:
         return {"RAW": self.raw, "WAR": self.war, "WAW": self.waw}

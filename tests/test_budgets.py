@@ -1,0 +1,94 @@
+"""isl work that can blow up runs under an operation budget with a fallback that stays
+legal, said in the schedule's decisions: dependence analysis (memory-based dependences),
+isl's scheduler (the original order), AST generation (the untiled schedule's loops, then
+a ResourceError). Budgets are made tiny here to force each fallback; every answer is
+checked against numpy and every schedule by the legality checker (``check=True``)."""
+
+import numpy as np
+import pytest
+
+from polyc.errors import ResourceError
+from polyc.islutil import OverBudget
+from polyc.scop.dependences import compute_dependences
+from polyc.scop.nest import LoopNest
+
+N, T = 37, 5
+
+
+def smoothing() -> LoopNest:
+    """T sweeps of a 3-point average from A into B, then B copied back into A: flow,
+    anti and output dependences across sweeps."""
+    nest = LoopNest("smooth", params=["N", "T"])
+    a, b = nest.array("A", ("N",)), nest.array("B", ("N",))
+    nest.statement("S1", "{ [t, i] : 0 <= t < T and 1 <= i < N - 1 }",
+                   write=b["i"], expr=(a["i - 1"] + a["i"] + a["i + 1"]) * 0.25,
+                   schedule="{ [t, i] -> [t, 0, i] }")
+    nest.statement("S2", "{ [t, i] : 0 <= t < T and 1 <= i < N - 1 }",
+                   write=a["i"], expr=b["i"], schedule="{ [t, i] -> [t, 1, i] }")
+    return nest
+
+
+def expected(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a, b = a.copy(), np.zeros_like(a)
+    for _ in range(T):
+        b[1:-1] = (a[:-2] + a[1:-1] + a[2:]) * np.float32(0.25)
+        a[1:-1] = b[1:-1]
+    return a, b
+
+
+def check(compiled) -> None:
+    a = np.random.default_rng(0).standard_normal(N).astype(np.float32)
+    want_a, want_b = expected(a)
+    got = compiled.run({"A": a})
+    np.testing.assert_allclose(got["A"], want_a, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got["B"], want_b, rtol=1e-6, atol=1e-6)
+
+
+def test_dependences_over_budget_are_memory_based_and_cover_the_exact_ones(monkeypatch):
+    scop = smoothing().scop()
+    exact = compute_dependences(scop).dependences
+    approximate = compute_dependences(scop, operations=1).dependences
+    assert exact.exact and not approximate.exact
+    for kind in ("raw", "war", "waw"):
+        assert getattr(exact, kind).is_subset(getattr(approximate, kind))
+    assert not approximate.raw.is_subset(exact.raw)  # earlier writes are not hidden
+    monkeypatch.setattr("polyc.scop.dependences.OPERATIONS", 1)
+    for scheduler in ("pluto", "isl"):
+        compiled = smoothing().compile(params={"N": N, "T": T}, scheduler=scheduler)
+        assert any(d.startswith("dependences: memory-based") for d in compiled.schedule.decisions)
+        check(compiled)
+
+
+def test_isl_scheduler_over_budget_keeps_the_original_order(monkeypatch):
+    monkeypatch.setattr("polyc.scheduler.isl_scheduler.OPERATIONS", 1)
+    compiled = smoothing().compile(params={"N": N, "T": T}, scheduler="isl")
+    assert any("isl's scheduler over budget (1 isl operations): original order" in d
+               for d in compiled.schedule.decisions)
+    check(compiled)
+
+
+def test_ast_over_budget_generates_the_untiled_schedule(monkeypatch):
+    """The tiled schedule's AST over budget: the untiled one's loops; both over budget:
+    a ResourceError, not a hang."""
+    import polyc.pipeline as pipeline
+
+    real, calls = pipeline.build_ast, []
+
+    def first_over_budget(scop, schedule, storage=None):
+        calls.append(schedule)
+        if len(calls) == 1:
+            raise OverBudget("AST generation over budget (1 isl operations)")
+        return real(scop, schedule, storage)
+
+    monkeypatch.setattr(pipeline, "build_ast", first_over_budget)
+    compiled = smoothing().compile(params={"N": N, "T": T}, threads=1)
+    assert len(calls) == 2
+    decisions = compiled.schedule.decisions
+    assert "AST generation over budget (1 isl operations): loops of the untiled schedule" \
+        in decisions and "tiling: off" in decisions
+    check(compiled)
+
+    monkeypatch.setattr("polyc.codegen.ast.OPERATIONS", 1)
+    monkeypatch.setattr(pipeline, "build_ast", real)
+    with pytest.raises(ResourceError, match=r"AST generation over budget .*, tiled or not"):
+        smoothing().compile(params={"N": N, "T": T})
