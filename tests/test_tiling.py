@@ -252,3 +252,45 @@ def test_short_inner_loops_get_unroll_disable_hints(make, cols, hinted):
     inputs = random_inputs(model, seed=3)
     expected = run_onnxruntime(model, inputs)
     np.testing.assert_allclose(compiled.run(inputs)["y"], expected["y"], rtol=RTOL, atol=ATOL)
+
+
+def _row_sum_nest(last: bool):
+    """C[r] = sum of A[r, :] * 2 (copied through B) with a statement fused into the
+    row's loop at one column: C's initialisation at the first (which may go first), or
+    D[r] = B[r, N - 1] at the last (which must stay after the copy of that element)."""
+    from polyc.scop.nest import LoopNest
+
+    nest = LoopNest("rows", params=["R", "N"])
+    a, b, c, d = (nest.array(n, s) for n, s in (("A", ("R", "N")), ("B", ("R", "N")),
+                                                ("C", ("R",)), ("D", ("R",))))
+    nest.statement("S1", "{ [r, i] : 0 <= r < R and 0 <= i < N }", write=b["r", "i"],
+                   expr=a["r", "i"] * 2.0, schedule="{ [r, i] -> [r, i, 0] }")
+    if last:
+        nest.statement("S2", "{ [r, i] : 0 <= r < R and i = N - 1 }", write=d["r"],
+                       expr=b["r", "N - 1"] + 0.0, schedule="{ [r, i] -> [r, i, 1] }")
+    else:
+        nest.statement("S2", "{ [r, i] : 0 <= r < R and i = 0 }", write=c["r"],
+                       expr=a["r", "0"] * 0.0, schedule="{ [r, i] -> [r, i, 1] }")
+    nest.statement("S3", "{ [r, i] : 0 <= r < R and 0 <= i < N }", write=c["r"],
+                   expr=c["r"] + b["r", "i"], schedule="{ [r, i] -> [r, i, 2] }")
+    return nest
+
+
+@pytest.mark.parametrize("last", [False, True])
+def test_a_statement_run_once_in_a_loop_goes_before_it_when_legal(last):
+    """The statement runs before the loop (no ``if`` in the body, the whole trip count
+    for vectors) unless a dependence on the loop's iterations keeps it inside."""
+    compiled = _row_sum_nest(last).compile(params={"R": 3, "N": 37}, fast_math=False)
+    hoisted = [d for d in compiled.schedule.decisions if "hoist" in d]
+    assert hoisted == ([] if last else ["tiling: hoist S2 before its loop"])
+    assert ("if (" in str(compiled.compilation.program)) == last
+    x = np.random.default_rng(4).standard_normal((3, 37)).astype(np.float32)
+    got = compiled.run({"A": x, "C": np.zeros(3, np.float32)})
+    b = x * np.float32(2)
+    want = np.zeros(3, np.float32)
+    for i in range(37):
+        want = want + b[:, i]
+    np.testing.assert_array_equal(got["B"], b)
+    np.testing.assert_array_equal(got["C"], want)
+    if last:
+        np.testing.assert_array_equal(got["D"], b[:, -1])

@@ -6,6 +6,9 @@
    register tile of vector accumulators (:mod:`polyc.tiling.microkernel`).
 2. Every other permutable band is tiled rectangularly, with the intra-tile order
    chosen for stride-1 innermost access (:mod:`polyc.tiling.rectangular`).
+3. Bands with bounded reads are split into interior and border
+   (:mod:`polyc.tiling.borders`), and a statement running in one iteration of an
+   innermost loop runs before it (:mod:`polyc.tiling.hoist`).
 
 Packing adds statements and an array, so tiling returns a new SCoP (with its
 dependences recomputed) along with the new schedule.
@@ -25,6 +28,7 @@ from polyc.tiling.borders import split_borders
 from polyc.tiling.cache import host_caches
 from polyc.tiling.contraction import Contraction, match_contraction
 from polyc.tiling.epilogue import Attached, attachable
+from polyc.tiling.hoist import hoist_single_iterations
 from polyc.tiling.microkernel import (
     Blocking,
     as_blocking,
@@ -64,6 +68,8 @@ def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
         notes = recipe_notes + notes
     schedule, border_notes = split_borders(scop, schedule)
     notes += border_notes
+    schedule, hoist_notes = hoist_single_iterations(scop, schedule)
+    notes += hoist_notes
     notes = notes or ["no permutable band of two or more loops"]
     return scop, dataclasses.replace(result, schedule=schedule, decisions=result.decisions
                                      + tuple(f"tiling: {n}" for n in notes))
