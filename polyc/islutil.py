@@ -9,8 +9,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
-from typing import Iterable, Iterator, Sequence
+import select
+import signal
+from typing import Callable, Iterable, Iterator, Sequence
 
 import islpy as isl
 
@@ -41,12 +44,50 @@ def budget(ctx: isl.Context, operations: int, what: str) -> Iterator[None]:
     try:
         yield
     except isl.Error as err:
-        if "maximal number of operations exceeded" not in str(err):
+        if not _exhausted(ctx):
             raise
         raise OverBudget(f"{what} over budget ({operations:,} isl operations)") from err
     finally:
         ctx.set_max_operations(0)
         ctx.reset_operations()
+
+
+def _exhausted(ctx: isl.Context) -> bool:
+    """Whether ``ctx`` is past its maximum of operations: a tiny operation fails then
+    (the error of the call that hit the maximum may only say that an argument could not
+    be copied)."""
+    try:
+        isl.Set.read_from_str(ctx, "{ [i] : 0 <= i <= 1 }").lexmin()
+    except isl.Error:
+        return True
+    return False
+
+
+def forked(compute: Callable[[], str], seconds: float) -> str | None:
+    """``compute()`` run in a forked child process, its text if it is done within
+    ``seconds``, else None (the child is killed; also None when it raised). For isl work
+    that its operation budget does not count (Farkas ``coefficients()``, the scheduler
+    on parametric dependences): a child can be stopped, an isl call cannot."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, write the text, leave without cleanup
+        status = 1
+        try:
+            os.close(read)
+            text = compute().encode()
+            with os.fdopen(write, "wb") as out:
+                out.write(text)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    with os.fdopen(read, "rb") as source:
+        ready, _, _ = select.select([source], [], [], seconds)
+        text = source.read() if ready else None
+    if text is None:
+        os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    return text.decode() if text is not None and status == 0 else None
 
 
 def union_of(ctx: isl.Context, sets) -> isl.UnionSet:

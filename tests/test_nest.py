@@ -175,3 +175,21 @@ def test_schedules_must_be_given_for_all_statements_and_order_all_instances():
                    schedule="{ [i] -> [i] }")
     with pytest.raises(NestError, match="the same time"):
         nest.scop()
+
+
+def test_isl_scheduler_retries_without_the_parameter_context():
+    """isl's scheduler fails ("unable to carry dependences") on this nest under the
+    default context N >= 1 and M >= 1 (S1 -> S2 has distance N - 1), and succeeds
+    without it; the fuzzer (polyc.fuzz.programs) found it."""
+    nest = LoopNest("carry", params=["N", "M"])
+    C = nest.array("C", (3, 5))
+    nest.statement("S1", "{ [i] : 1 <= i <= M - 1 }", write=C["i + N", "i"], expr=C["i", "i"],
+                   schedule="{ [i] -> [0, i, 0] }")
+    nest.statement("S2", "{ [i, j] : 1 <= i <= M - 1 and 0 <= j <= M }", write=C["i + 1", "j"],
+                   expr=C["i", "j + M"], schedule="{ [i, j] -> [0, i, 1, j, 0] }")
+    c = _random(0, 3, 5)
+    out = nest.compile(params={"N": 1, "M": 2}, scheduler="isl").run({"C": c})
+    expected = c.copy()
+    expected[2, 1] = expected[1, 1]  # S1, i = 1
+    expected[2, 0:3] = expected[1, 2:5]  # S2, i = 1
+    np.testing.assert_array_equal(out["C"], expected)

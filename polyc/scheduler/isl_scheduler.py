@@ -7,14 +7,21 @@ from __future__ import annotations
 import islpy as isl
 
 from polyc.config import SYSTEMS, log_section
-from polyc.errors import PolycError
-from polyc.islutil import OverBudget, budget
+from polyc.islutil import OverBudget, budget, forked
 from polyc.scheduler.base import group_dependences, group_domain, register
 from polyc.scop.model import Scop
 
-# isl operations for one group's schedule (some 30 s); past them the group keeps its
-# original order, which is legal by definition.
+# isl operations for one group's schedule (some 30 s). isl counts few of them when the
+# dependences have parameters (a random nest's two statements ran past 120 s within
+# 2e7): such a group is scheduled in a forked child given SECONDS. Past either, or when
+# isl fails, the group keeps its original order, which is legal by definition.
 OPERATIONS = 100_000_000
+SECONDS = 10.0
+
+# isl can fail under the parameter context where it succeeds without ("unable to carry
+# dependences" with N >= 1 when a dependence's distance is N - 1, found by the program
+# fuzzer); a schedule legal for every parameter value is legal in the context.
+WITHOUT_CONTEXT = "isl's scheduler failed with the parameter context, not without it"
 
 
 @register("isl")
@@ -27,17 +34,47 @@ def isl_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
                 lambda: f"domain: {domain}\nvalidity/coincidence/proximity: {deps}")
     constraints = (isl.ScheduleConstraints.on_domain(domain)
                    .set_validity(deps).set_coincidence(deps).set_proximity(deps))
-    if scop.context is not None:
-        constraints = constraints.set_context(scop.context)
+    notes = [f"isl compute_schedule over {len(group)} statements"]
     try:
-        with budget(scop.ctx, OPERATIONS, "isl's scheduler"):
-            schedule = constraints.compute_schedule()
-    except OverBudget as err:
+        if domain.dim(isl.dim_type.param) == 0:
+            with budget(scop.ctx, OPERATIONS, "isl's scheduler"):
+                schedule, note = _computed(constraints, scop.context)
+        else:
+            schedule, note = _computed_apart(constraints, scop.context, scop.ctx)
+    except (OverBudget, isl.Error) as err:
         schedule, _ = original_schedule(scop, group)
-        return schedule, (f"{err}: original order of {len(group)} statements",)
-    except isl.Error as err:
-        raise PolycError(f"isl's scheduler failed on {', '.join(group)}: {err}") from err
-    return schedule, (f"isl compute_schedule over {len(group)} statements",)
+        return schedule, (f"{_first_line(err)}: original order of {len(group)} statements",)
+    return schedule, tuple(notes + ([note] if note else []))
+
+
+def _computed(constraints: isl.ScheduleConstraints, context: isl.Set | None
+              ) -> tuple[isl.Schedule, str]:
+    """isl's schedule, under ``context`` if it can (else a note that it could not)."""
+    if context is None:
+        return constraints.compute_schedule(), ""
+    try:
+        return constraints.set_context(context).compute_schedule(), ""
+    except isl.Error:
+        return constraints.compute_schedule(), WITHOUT_CONTEXT
+
+
+def _computed_apart(constraints: isl.ScheduleConstraints, context: isl.Set | None,
+                    ctx: isl.Context) -> tuple[isl.Schedule, str]:
+    """:func:`_computed` in a forked child given SECONDS; OverBudget past them or when
+    the child fails."""
+    def compute() -> str:
+        schedule, note = _computed(constraints, context)
+        return f"{note}\n{schedule}"
+
+    text = forked(compute, SECONDS)
+    if text is None:
+        raise OverBudget(f"isl's scheduler failed or took over {SECONDS:g} s")
+    note, schedule = text.split("\n", 1)
+    return isl.Schedule.read_from_str(ctx, schedule), note
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0]
 
 
 @register("original")

@@ -23,9 +23,6 @@ share a hyperplane; none cuts between all of them.
 from __future__ import annotations
 
 import contextlib
-import os
-import select
-import signal
 from dataclasses import dataclass
 from math import prod
 
@@ -33,7 +30,7 @@ import islpy as isl
 
 from polyc.config import SYSTEMS, log_section
 from polyc.errors import PolycError
-from polyc.islutil import OverBudget, budget, items, sequence, union_maps
+from polyc.islutil import OverBudget, budget, forked, items, sequence, union_maps
 from polyc.scheduler import farkas
 from polyc.scheduler.base import group_dependences, group_domain, register
 from polyc.scheduler.graph import topological_sccs
@@ -175,29 +172,12 @@ def _coefficients(polyhedron: isl.BasicSet) -> isl.BasicSet:
     if polyhedron.n_constraint() < LARGE_POLYHEDRON or \
             polyhedron.dim(isl.dim_type.param) == 0:
         return polyhedron.coefficients().flatten()
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: compute, write the text, leave without cleanup
-        status = 1
-        try:
-            os.close(read)
-            with os.fdopen(write, "wb") as out:
-                out.write(str(polyhedron.coefficients().flatten()).encode())
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write)
-    with os.fdopen(read, "rb") as source:
-        ready, _, _ = select.select([source], [], [], COEFFICIENT_SECONDS)
-        text = source.read() if ready else None
+    text = forked(lambda: str(polyhedron.coefficients().flatten()), COEFFICIENT_SECONDS)
     if text is None:
-        os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    if text is None or status != 0:
         raise NoSchedule(f"the Farkas coefficients of a dependence with "
                          f"{polyhedron.n_constraint()} constraints took over "
                          f"{COEFFICIENT_SECONDS:g} s")
-    return isl.BasicSet.read_from_str(polyhedron.get_ctx(), text.decode())
+    return isl.BasicSet.read_from_str(polyhedron.get_ctx(), text)
 
 
 def _lifted(polyhedron: isl.BasicSet) -> isl.BasicSet:
