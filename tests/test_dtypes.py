@@ -297,6 +297,33 @@ def test_out_of_range_indices_are_clamped():
     np.testing.assert_array_equal(out, x[[3, 0, 2, 3]])
 
 
+def test_run_time_gather_of_a_view_is_no_epilogue():
+    """A Gather at a run-time index reading a Transpose: smart fusion asked whether it
+    reads the transpose's elements at the offsets it writes (an epilogue) and took the
+    flat offset of its lookup read, which reads the whole indexed dim (isl: "map is not
+    single-valued"). Found by the graph fuzzer (polyc.fuzz.graphs, seed 10)."""
+    model = make_model([node("Transpose", ["x"], ["t"], perm=[1, 0]),
+                        node("Gather", ["t", "idx"], ["y"], axis=1)],
+                       [("x", (8, 8)), ("idx", (), I64)], [("y", (8,))])
+    inputs = typed_inputs(model, 15)
+    inputs["idx"] = np.array(-3, np.int64)
+    check(model, inputs)
+
+
+def test_run_time_gather_fused_with_a_concat():
+    """fuse="max" puts a Gather along the last dim at run-time indices in one band with
+    a Concat, whose reads are guarded: the border split asked for the lane stride of
+    the lookup read, which has no element per instance (isl: "map is not
+    single-valued"); such a band keeps its whole split. Fuzzer seed 87."""
+    model = make_model([node("Concat", ["a", "b"], ["c"], axis=0),
+                        node("Gather", ["b", "idx"], ["y"], axis=2)],
+                       [("a", (6, 9, 6)), ("b", (1, 9, 6)), ("idx", (4, 3), I64)],
+                       [("c", (7, 9, 6)), ("y", (1, 9, 4, 3))])
+    inputs = typed_inputs(model, 16)
+    inputs["idx"] = np.random.default_rng(16).integers(-6, 6, (4, 3)).astype(np.int64)
+    check(model, inputs, fuse="max")
+
+
 @pytest.mark.parametrize("axis", [0, 1, -1])
 @pytest.mark.parametrize("constant", [False, True])
 def test_gather_elements(axis, constant):

@@ -34,6 +34,7 @@ from polyc.islutil import strides
 from polyc.scop.model import Load, LoadAt, Scop
 
 PTR = ir.PointerType()
+LANE_BITS = ir.IntType(vector.LANES)  # a lane mask as one integer
 SHORT_LOOP = (16, 32)  # inner loops with this many iterations get loop_hints
 ENTRY = "polyc_main"
 # A sum of LONG_SUM terms or more (a window's taps: 9 for 3x3, 25 for 5x5) is computed as
@@ -581,9 +582,18 @@ class _LoopEmitter:
         if lanes.strides[1 + k]:
             return scalars.from_memory(b, vector.load(b, address, inside, element,
                                                       scalars.to_memory(b, fill, dtype)), dtype)
-        # one element for every lane: loaded at its clamped offset, always inside
-        clamped = self._address(access.array, instance.reads[k])
-        scalar = b.load(clamped, typ=element, align=scalars.alignment(element))
+        # one element for every lane: loaded at the first lane's clamped offset, always
+        # inside, unless the guard varies along the lanes: the first lane may then be
+        # outside and its clamped element another one (a 1x1 window with padding and
+        # stride 2 reads one pixel of x per row); where some lane is inside, the
+        # unclamped offset is that element
+        offset = self._element(access.array, instance.reads[k])
+        if vector.uses(instance.guards[k], lanes.iterator):
+            some = b.icmp_unsigned("!=", b.bitcast(inside, LANE_BITS), ir.Constant(LANE_BITS, 0))
+            offset = b.select(some, self._element(access.array, instance.unclamped[k]), offset)
+        scalar = b.load(b.gep(self._pointer(access.array), [offset], inbounds=True,
+                              source_etype=element),
+                        typ=element, align=scalars.alignment(element))
         return b.select(inside, vector.splat(b, scalars.from_memory(b, scalar, dtype)), fill)
 
     def user(self, node: isl.AstNode) -> None:

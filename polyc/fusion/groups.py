@@ -88,6 +88,8 @@ def _is_epilogue(scop: Scop, op: list[Statement], producer: Statement) -> bool:
     reads = [r.relation for r in statement.reads if r.array == producer.write.array]
     if not reads or not all(r.is_equal(reads[0]) for r in reads):
         return False  # a window over the output (a depthwise conv): not elementwise
+    if any(r.lookup is not None for r in statement.reads if r.array == producer.write.array):
+        return False  # a gather at run-time indices: no element per instance
     if same_box:
         return True
     return (reads[0].is_injective() and reads[0].domain().is_equal(statement.domain)

@@ -136,7 +136,7 @@ def _edges(deps: isl.UnionMap) -> list[Edge]:
     edges = []
     for relation in union_maps(deps):
         for basic in items(relation.get_basic_map_list()):
-            coefficients = _coefficients(_lifted(basic.wrap()))
+            coefficients = _coefficients(basic.wrap())
             edges.append(Edge(basic.get_tuple_name(isl.dim_type.in_),
                               basic.get_tuple_name(isl.dim_type.out), basic, coefficients))
     return edges
@@ -161,17 +161,26 @@ def _budget(ctx: isl.Context, what: str):
 # a forked child process that has COEFFICIENT_SECONDS to answer; past that the child is
 # killed and the group falls back to isl's scheduler. The dependences of ONNX models
 # have no parameters once dims are bound (up to 24 constraints in 14 dims took under
-# 1 ms in ResNet-18 and EfficientNet, whose 135 forks had cost 3 s of a 13 s compile).
+# 1 ms in ResNet-18 and EfficientNet, whose 135 forks had cost 3 s of a 13 s compile),
+# and are computed in process, but for those with existentially quantified variables
+# (floor and mod of a reshaping view, lifted): a 22-constraint one with 3 of them
+# between a conv through a reshape and its copy (graph fuzzer seed 298) ran for
+# minutes. isl's detect_equalities first removes redundant ones (that one: 13
+# constraints and none left, coefficients in 1 ms).
 LARGE_POLYHEDRON = 18
 COEFFICIENT_SECONDS = 2.0
 
 
 def _coefficients(polyhedron: isl.BasicSet) -> isl.BasicSet:
-    """``polyhedron.coefficients().flatten()``, within COEFFICIENT_SECONDS when it is
-    large and parametric (see LARGE_POLYHEDRON); NoSchedule past it."""
-    if polyhedron.n_constraint() < LARGE_POLYHEDRON or \
-            polyhedron.dim(isl.dim_type.param) == 0:
-        return polyhedron.coefficients().flatten()
+    """The Farkas coefficients of ``polyhedron`` (``coefficients().flatten()`` of it
+    :func:`_lifted`), within COEFFICIENT_SECONDS when it is large and parametric or has
+    existentially quantified variables (see LARGE_POLYHEDRON); NoSchedule past it."""
+    polyhedron = polyhedron.detect_equalities()  # drops redundant floors and mods
+    lifted = _lifted(polyhedron)
+    if lifted.n_constraint() < LARGE_POLYHEDRON or (
+            polyhedron.dim(isl.dim_type.param) == 0 and polyhedron.dim(isl.dim_type.div) == 0):
+        return lifted.coefficients().flatten()
+    polyhedron = lifted
     text = forked(lambda: str(polyhedron.coefficients().flatten()), COEFFICIENT_SECONDS)
     if text is None:
         raise NoSchedule(f"the Farkas coefficients of a dependence with "

@@ -149,11 +149,14 @@ def _masked_lanes(scop: Scop, statements) -> bool:
     stride 1 along its last dim and reads with stride 0 or 1 there, guarded reads at
     their unclamped offsets. A row is then a few masked vectors (a 5x5 depthwise conv
     with Relu at 28x28x240 took 0.25 ms with its border columns apart, 0.12 ms so),
-    while a strided window keeps the whole split (its lanes would be scalar)."""
+    while a strided window keeps the whole split (its lanes would be scalar), and so
+    does a statement reading through a run-time index (a lookup: its relation is no
+    element per instance, and its lanes are loaded one by one)."""
     for statement in statements:
         if statement.domain.dim(isl.dim_type.set) < 2:
             return False
-        reads = [_last_stride(scop, r.relation if r.guard is None else r.unclamped, r.array)
+        reads = [None if r.lookup is not None else
+                 _last_stride(scop, r.relation if r.guard is None else r.unclamped, r.array)
                  for r in statement.reads]
         if (_last_stride(scop, statement.write.relation, statement.write.array) != 1
                 or any(stride not in (0, 1) for stride in reads)):
