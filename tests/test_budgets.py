@@ -45,17 +45,25 @@ def check(compiled) -> None:
     np.testing.assert_allclose(got["B"], want_b, rtol=1e-6, atol=1e-6)
 
 
-def test_dependences_over_budget_are_memory_based_and_cover_the_exact_ones(monkeypatch):
-    scop = smoothing().scop()
+@pytest.mark.parametrize("parametric", [False, True])
+def test_dependences_over_budget_are_memory_based_and_cover_the_exact_ones(monkeypatch,
+                                                                           parametric):
+    """In process past its operations; with parameters (which isl hardly counts) in a
+    forked child, past its seconds."""
+    scop = smoothing(parametric).scop()
     exact = compute_dependences(scop).dependences
-    approximate = compute_dependences(scop, operations=1).dependences
+    if parametric:
+        monkeypatch.setattr("polyc.scop.dependences.SECONDS", 0.0)
+    else:
+        monkeypatch.setattr("polyc.scop.dependences.OPERATIONS", 1)
+    approximate = compute_dependences(scop).dependences
     assert exact.exact and not approximate.exact
     for kind in ("raw", "war", "waw"):
         assert getattr(exact, kind).is_subset(getattr(approximate, kind))
     assert not approximate.raw.is_subset(exact.raw)  # earlier writes are not hidden
-    monkeypatch.setattr("polyc.scop.dependences.OPERATIONS", 1)
+    params = {"N": N, "T": T} if parametric else None
     for scheduler in ("pluto", "isl"):
-        compiled = smoothing().compile(params={"N": N, "T": T}, scheduler=scheduler)
+        compiled = smoothing(parametric).compile(params=params, scheduler=scheduler)
         assert any(d.startswith("dependences: memory-based") for d in compiled.schedule.decisions)
         check(compiled)
 

@@ -169,6 +169,20 @@ def test_folding_repeats_with_reinferred_shapes():
 
 # -- Identity and Dropout -----------------------------------------------------------------
 
+def test_a_fold_whose_shape_disagrees_with_inference_is_not_made():
+    """The reference evaluator's MaxPool with ceil_mode gives [1, 2, 2, 7] for this
+    constant [1, 2, 1, 6] where shape inference and onnxruntime give [1, 2, 1, 6]; that
+    fold had made the graph's output the wrong shape (found by the graph fuzzer)."""
+    pool = node("MaxPool", ["w"], ["p"], ceil_mode=1, kernel_shape=[2, 2], pads=[1, 0, 0, 1])
+    model = make_model([pool, node("Add", ["p", "x"])], [("x", [1, 2, 1, 6])], ["y"],
+                       initializers=[weight("w", (1, 2, 1, 6), 7)], opset=17)
+    graph = cleaned(model)
+    assert "MaxPool" in op_types(graph)
+    assert any("could not fold MaxPool" in note and "shape inference [1, 2, 1, 6]" in note
+               for note in graph.notes)
+    assert_polyc_matches(model, seed=3)
+
+
 def test_identity_in_the_middle_is_removed():
     nodes = [node("Identity", ["x"], ["i"]), node("Relu", ["i"], ["y"])]
     model = make_model(nodes, [("x", (3, 4))], [("y", (3, 4))])
