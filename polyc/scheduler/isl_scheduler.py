@@ -13,14 +13,13 @@ from polyc.scop.model import Scop
 
 # isl operations for one group's schedule (some 30 s). isl counts few of the
 # operations of its scheduler's LP solver: a random nest's two statements with
-# parameters ran past 120 s within 2e7, a random graph's 15 statements fused by
-# fuse="max" past 300 s. A group with parameters, or of FORK_STATEMENTS or more, is
-# therefore scheduled in a forked child given SECONDS (a fork costs 10-30 ms, once per
-# group: most groups of ONNX models are smaller and stay in process). Past either limit,
-# or when isl fails, the group keeps its original order, which is legal by definition.
+# parameters ran past 120 s within 2e7, random graphs' groups of 5 and 15 statements
+# past 90 and 300 s. A group of two statements or more is therefore scheduled in a
+# forked child given SECONDS (a fork costs 10-30 ms); a single statement, whose
+# schedule isl finds at once, in process within OPERATIONS. Past either limit, or when
+# isl fails, the group keeps its original order, which is legal by definition.
 OPERATIONS = 100_000_000
 SECONDS = 10.0
-FORK_STATEMENTS = 8
 
 # isl can fail under the parameter context where it succeeds without ("unable to carry
 # dependences" with N >= 1 when a dependence's distance is N - 1, found by the program
@@ -40,7 +39,7 @@ def isl_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
                    .set_validity(deps).set_coincidence(deps).set_proximity(deps))
     notes = [f"isl compute_schedule over {len(group)} statements"]
     try:
-        if domain.dim(isl.dim_type.param) == 0 and len(group) < FORK_STATEMENTS:
+        if len(group) == 1:
             with budget(scop.ctx, OPERATIONS, "isl's scheduler"):
                 schedule, note = _computed(constraints, scop.context)
         else:
