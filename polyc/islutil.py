@@ -90,6 +90,23 @@ def forked(compute: Callable[[], str], seconds: float) -> str | None:
     return text.decode() if text is not None and status == 0 else None
 
 
+_SET_NODE = re.compile(r"(?<=\{ )set: \[")
+
+
+def ordered(schedule: isl.Schedule) -> isl.Schedule:
+    """``schedule`` with every set node (children in any order: isl's scheduler makes
+    them of statements with no dependence between them) a sequence in the order it
+    prints, which is the order ``get_map()`` gives and every check of the schedule
+    assumes. Kept as a set, AST generation may pick another: a pass adding orders later
+    (in place) was checked against one order and generated in the other (graph fuzzer
+    seed 1770, a wrong answer). islpy has no call to turn a set into a sequence; the
+    tree's text has one word to change."""
+    text = str(schedule)
+    if not _SET_NODE.search(text):
+        return schedule
+    return isl.Schedule.read_from_str(schedule.get_ctx(), _SET_NODE.sub("sequence: [", text))
+
+
 def union_of(ctx: isl.Context, sets) -> isl.UnionSet:
     """The union of ``sets`` (the empty union set when there are none), united pairwise
     in a balanced tree: adding one set at a time copied the growing union each time

@@ -229,3 +229,24 @@ def test_a_temporary_read_by_the_last_pass_lives_in_the_graph_output(tmp_path, t
     assert f"y: {into_y[0].array} (" in str(plan)
     assert plan.scratch_bytes < plan.unshared_bytes
     assert all(done.buffer != "z" or done.array != "r" for done in plan.in_place)
+
+
+def test_in_place_holds_when_isl_left_two_statements_unordered():
+    """isl's scheduler put the Add writing output t1 and the Concat reading t0 in a set
+    node (no order between them). In place then stored t0 in t1's memory, checked with
+    the Concat first (the order ``get_map`` gives a set) while the AST ran the Add
+    first, overwriting t0 before the Concat read it (graph fuzzer seed 1770). Sets are
+    now sequences in that order."""
+    nodes = [helper.make_node("ReduceSum", ["x0", "axes"], ["t0"], keepdims=1),
+             helper.make_node("Add", ["t0", "x1"], ["t1"]),
+             helper.make_node("Concat", ["t0", "x2"], ["t2"], axis=-3)]
+    model = make_model(nodes, [("x0", [2, 1, 2, 2]), ("x1", [1, 1, 1, 1]), ("x2", [2, 1, 1, 2])],
+                       ["t1", "t2"], initializers=[("axes", np.array([1, 2], np.int64))],
+                       opset=17)
+    compiled = polyc.compile(model, scheduler="isl", tile=False, threads=1)
+    assert "set:" not in str(compiled.schedule.schedule)
+    inputs = random_inputs(model, 5)
+    expected = run_onnxruntime(model, inputs)
+    actual = compiled.run(inputs)
+    for name in ("t1", "t2"):
+        np.testing.assert_allclose(actual[name], expected[name], rtol=1e-6, atol=1e-6)

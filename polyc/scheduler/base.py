@@ -12,7 +12,7 @@ import islpy as isl
 
 from polyc.errors import PolycError
 from polyc.fusion.groups import FusionGroups
-from polyc.islutil import sequence, union_of
+from polyc.islutil import ordered, sequence, union_of
 from polyc.scop.model import Scop
 
 
@@ -62,7 +62,7 @@ def schedule(scop: Scop, groups: FusionGroups, *, scheduler: str = "pluto") -> S
                             "scop.dependences.OPERATIONS)")
     if not parts:
         return ScheduleResult(scheduler, scop.order, tuple(decisions))
-    return ScheduleResult(scheduler, sequence(parts), tuple(decisions))
+    return ScheduleResult(scheduler, ordered(sequence(parts)), tuple(decisions))
 
 
 def group_domain(scop: Scop, group: tuple[str, ...]) -> isl.UnionSet:
