@@ -1,6 +1,7 @@
 """Compile time against graph size: long chains and wide Concats.
 
-    python benchmarks/graph_size.py [--sizes 100,1000,10000] [--json out.json]
+    python benchmarks/graph_size.py [--sizes 100,1000,10000] [--kinds chain,unfused,concat]
+                                    [--json out.json]
 
 Generated graphs: a chain of N elementwise ops over [64, 64] (Add, Mul and Relu in turn,
 a constant operand), the same chain compiled with ``fuse="none"`` (one loop nest per op,
@@ -45,15 +46,26 @@ def measure(kind: str, nodes: int) -> dict:
             "statements": len(compiled.compilation.scop.statements)}
 
 
+def _kinds(text: str) -> list[str]:
+    kinds = text.split(",")
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown graph {unknown[0]!r}; "
+                                         f"choose from {', '.join(KINDS)}")
+    return kinds
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000,10000",
                         type=lambda text: [int(n) for n in text.split(",")])
+    parser.add_argument("--kinds", default=",".join(KINDS), type=_kinds,
+                        help=f"graphs to measure, of {', '.join(KINDS)}")
     parser.add_argument("--json", default=str(HERE / "results" / "graph_size.json"))
     args = parser.parse_args(argv)
     rows = []
     print(f"{'graph':<8}{'nodes':>8}{'statements':>12}{'compile s':>11}{'ms / node':>11}")
-    for kind in KINDS:
+    for kind in args.kinds:
         for size in args.sizes:
             nodes = {"chain": size, "unfused": min(size, 2000),
                      "concat": min(size // 5, 2000)}[kind]
