@@ -731,6 +731,24 @@ def test_max_pool_windows_with_nan_give_nan(kernel):
     assert not np.isnan(ort[0, 0, 0, 0])  # the first element of its window: dropped
 
 
+@pytest.mark.parametrize("options", OPTIONS)
+def test_max_pool_windows_wholly_in_the_padding_give_the_lowest_float(options):
+    """A window wholly in the padding (rows -1 and 1 of a one-row input, dilation 2)
+    gives the lowest float32, as onnxruntime's MaxPool does (polyc gave -inf: graph
+    fuzzer seed 2795); a window of -inf elements gives -inf."""
+    x = np.random.default_rng(8).standard_normal((1, 2, 1, 6), dtype=np.float32)
+    x[0, 1, 0, :3] = -np.inf
+    in_padding = single_node_model("MaxPool", x.shape, opset=13, kernel_shape=[2, 2],
+                                   dilations=[2, 1], pads=[1, 0, 1, 0])
+    unpadded = single_node_model("MaxPool", x.shape, opset=13, kernel_shape=[1, 2])
+    lowest = np.finfo(np.float32).min
+    for model, extreme in ((in_padding, lowest), (unpadded, -np.inf)):
+        expected = run_onnxruntime(model, {"x": x})["y"]
+        assert (expected == extreme).any()
+        np.testing.assert_array_equal(polyc.compile(model, **options).run({"x": x})["y"],
+                                      expected)
+
+
 def test_short_pool_window_is_one_map():
     """A window of a few elements is combined in the body of one Map over the output,
     in row-major order; only the elements that may leave X are bounded reads."""
@@ -745,7 +763,7 @@ def test_short_pool_window_is_one_map():
     # last window (row 7) the bottom one; pads [0, 1] on the columns are never read
     assert [r.outside for r in reads[::3]] == ["fill", "error", "fill"]
     assert all(r.outside == reads[3 * (n // 3)].outside for n, r in enumerate(reads))
-    assert reads[0].fill == float("-inf")
+    assert reads[0].fill == float(np.finfo(np.float32).min)  # as onnxruntime
 
 
 @pytest.mark.parametrize("kernel,shapes", [([8, 8], [(1, 2, 10, 3), (1, 2, 3, 3)]),

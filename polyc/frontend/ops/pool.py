@@ -19,12 +19,17 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
+
 from polyc.frontend.core import COMBINERS, Call, Const, Ix, Read, identity_index
 from polyc.frontend.ops.reduce import mean_over, reduce_over
 from polyc.frontend.ops.registry import onnx_op
 from polyc.frontend.ops.window import Window, tap_read, window
 
-NEG_INF = float("-inf")
+# What MaxPool reads in the padding: onnxruntime's MaxPool gives the lowest float32 for
+# a window wholly in the padding (polyc gave -inf: graph fuzzer seed 2795), and the max
+# of the elements inside otherwise, -inf included.
+LOWEST = float(np.finfo(np.float32).min)
 # Windows of at most this many elements along a dim are combined in one statement,
 # and all the dims' windows in one when they have at most WINDOW_ELEMENTS elements:
 # a 2x2 max pool of 64 channels-last channels at 224x224 took 1.05 ms as two passes
@@ -36,13 +41,13 @@ WINDOW_ELEMENTS = 49
 @onnx_op("MaxPool", 1, 8, 10, 11, 12, 22)
 def MaxPool(ctx, X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None,
             pads=None, storage_order=0, strides=None):
-    """MaxPool: Y[n, c, o..] = max_k X[n, c, o*s + k*d - begin ..] (-inf in the padding),
-    one Reduce max per spatial dim. The Indices output (since version 8) is not
-    supported; ``storage_order`` only concerns it. ``ceil_mode`` and ``dilations`` exist
-    since version 10."""
+    """MaxPool: Y[n, c, o..] = max_k X[n, c, o*s + k*d - begin ..] (the lowest float in
+    the padding: :data:`LOWEST`), one Reduce max per spatial dim. The Indices output
+    (since version 8) is not supported; ``storage_order`` only concerns it.
+    ``ceil_mode`` and ``dilations`` exist since version 10."""
     win = _window(ctx, X, kernel_shape, strides=strides, dilations=dilations, pads=pads,
                   auto_pad=auto_pad, ceil_mode=ceil_mode)
-    return _pool(ctx, X, win, "max", NEG_INF, "max_pool")
+    return _pool(ctx, X, win, "max", LOWEST, "max_pool")
 
 
 @onnx_op("AveragePool", 1, 7, 10, 11)
