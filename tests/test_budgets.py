@@ -124,3 +124,17 @@ def test_ast_over_budget_generates_the_untiled_schedule(monkeypatch):
     monkeypatch.setattr(pipeline, "build_ast", real)
     with pytest.raises(ResourceError, match=r"AST generation over budget .*, tiled or not"):
         smoothing().compile(params={"N": N, "T": T})
+
+
+def test_a_large_pluto_ilp_runs_apart_and_falls_back_past_its_seconds(monkeypatch):
+    """isl counts little of a large ILP's work (a random graph's 69 variables and 696
+    constraints ran past 60 s): Pluto solves one in a forked child and falls back to
+    isl's scheduler past LARGE_ILP_SECONDS; small ILPs stay in process."""
+    monkeypatch.setattr("polyc.scheduler.pluto.LARGE_ILP", (0, 0))
+    compiled = smoothing().compile(params={"N": N, "T": T})  # solved apart, in time
+    assert not any("fell back" in d for d in compiled.schedule.decisions)
+    check(compiled)
+    monkeypatch.setattr("polyc.scheduler.pluto.LARGE_ILP_SECONDS", 0.0)
+    compiled = smoothing().compile(params={"N": N, "T": T})
+    assert any("took over 0 s" in d for d in compiled.schedule.decisions)
+    check(compiled)

@@ -40,6 +40,12 @@ from polyc.scheduler.tree import band_schedule, row_aff, row_text
 from polyc.scop.model import Scop
 
 MAX_OPERATIONS = 20_000_000  # isl operations per ILP before falling back to isl
+# isl counts little of a large ILP's work against that budget: a random graph's system
+# of 69 variables and 696 constraints ran past 60 s. Larger than these (variables,
+# constraints; the ILPs of EfficientNet, inception_v2 and bert4 have at most 16 and 64)
+# an ILP is solved in a forked child given LARGE_ILP_SECONDS.
+LARGE_ILP = (32, 256)
+LARGE_ILP_SECONDS = 5.0
 MAX_GROUP_STATEMENTS = 16  # larger groups are scheduled in chunks of whole SCCs
 MAX_CASES = 64  # sign choices tried for exact linear independence
 MAX_MERGED_SCCS = 16  # a stuck group with more SCCs is cut between all of them
@@ -401,6 +407,17 @@ class _Pluto:
                     values[layout.shift(s)]) for s in stmts}
 
     def _lexmin(self, system: isl.BasicSet):
+        """The lexicographic minimum of ``system`` (a point, None if it is empty), within
+        the ILP budget, or LARGE_ILP_SECONDS in a forked child for a large system."""
+        if system.dim(isl.dim_type.set) > LARGE_ILP[0] or \
+                sum(part.n_constraint() for part in system.get_basic_sets()) > LARGE_ILP[1]:
+            text = forked(lambda: "empty" if system.is_empty() else str(system.lexmin()),
+                          LARGE_ILP_SECONDS)
+            if text is None:
+                raise NoSchedule(f"an ILP of {system.dim(isl.dim_type.set)} variables took "
+                                 f"over {LARGE_ILP_SECONDS:g} s")
+            return None if text == "empty" else \
+                isl.Set.read_from_str(self.ctx, text).sample_point()
         with _budget(self.ctx, "ILP"):
             if system.is_empty():
                 return None
