@@ -212,3 +212,10 @@ def test_check_reports_the_first_differing_element(monkeypatch):
     with pytest.raises(Mismatch, match=rf"^{name}\[{', '.join(map(str, where))}\]: polyc .* "
                        r"reference .*\(1 of \d+ differ\)"):
         fuzz.check(case)
+
+
+@pytest.mark.parametrize("seed", [617])
+def test_seeds_that_found_bugs(seed):
+    """617: isl's coalescing of the dependences failed ("cannot relax redundant
+    constraint"); they are kept as computed then."""
+    fuzz.check(fuzz.generate(seed))

@@ -28,6 +28,7 @@ from math import prod
 
 import islpy as isl
 
+from polyc import islserver
 from polyc.config import SYSTEMS, log_section
 from polyc.errors import PolycError
 from polyc.islutil import OverBudget, budget, forked, items, sequence, union_maps
@@ -163,31 +164,28 @@ def _budget(ctx: isl.Context, what: str):
 # exponential in its constraints (an 8-D dependence with 20 constraints and 3
 # parameters between two statements of a random nest took 80 s, its neighbours with
 # 14-16 milliseconds), and isl counts none of it against a context's operation budget.
-# A parametric polyhedron of LARGE_POLYHEDRON constraints or more is therefore handed to
-# a forked child process that has COEFFICIENT_SECONDS to answer; past that the child is
-# killed and the group falls back to isl's scheduler. The dependences of ONNX models
-# have no parameters once dims are bound (up to 24 constraints in 14 dims took under
-# 1 ms in ResNet-18 and EfficientNet, whose 135 forks had cost 3 s of a 13 s compile),
-# and are computed in process, but for those with existentially quantified variables
-# (floor and mod of a reshaping view, lifted): a 22-constraint one with 3 of them
-# between a conv through a reshape and its copy (graph fuzzer seed 298) ran for
-# minutes. isl's detect_equalities first removes redundant ones (that one: 13
-# constraints and none left, coefficients in 1 ms).
+# A polyhedron of LARGE_POLYHEDRON constraints or more is therefore handed to
+# the serving child of :mod:`polyc.islserver`, which has COEFFICIENT_SECONDS to answer;
+# past that the child is killed and the group falls back to isl's scheduler. Without
+# parameters too: an 8-D dependence of 18 constraints of a random graph (fuzzer seed
+# 2798) ran for minutes, where the model dependences of up to 24 constraints in 14 dims
+# take under 1 ms (a fork per polyhedron, 10-30 ms each, had cost 3 s of ResNet-18's
+# 13 s compile: the child serves them all). isl's detect_equalities first removes
+# redundant floors and mods (a conv through a reshape and its copy, graph fuzzer seed
+# 298: 22 constraints with 3 of them, 13 and none after, coefficients in 1 ms).
 LARGE_POLYHEDRON = 18
 COEFFICIENT_SECONDS = 2.0
 
 
 def _coefficients(polyhedron: isl.BasicSet) -> isl.BasicSet:
     """The Farkas coefficients of ``polyhedron`` (``coefficients().flatten()`` of it
-    :func:`_lifted`), within COEFFICIENT_SECONDS when it is large and parametric or has
-    existentially quantified variables (see LARGE_POLYHEDRON); NoSchedule past it."""
+    :func:`_lifted`), within COEFFICIENT_SECONDS in :mod:`polyc.islserver`'s child when
+    it has LARGE_POLYHEDRON constraints or more; NoSchedule past it."""
     polyhedron = polyhedron.detect_equalities()  # drops redundant floors and mods
-    lifted = _lifted(polyhedron)
-    if lifted.n_constraint() < LARGE_POLYHEDRON or (
-            polyhedron.dim(isl.dim_type.param) == 0 and polyhedron.dim(isl.dim_type.div) == 0):
-        return lifted.coefficients().flatten()
-    polyhedron = lifted
-    text = forked(lambda: str(polyhedron.coefficients().flatten()), COEFFICIENT_SECONDS)
+    polyhedron = _lifted(polyhedron)
+    if polyhedron.n_constraint() < LARGE_POLYHEDRON:
+        return polyhedron.coefficients().flatten()
+    text = islserver.call("coefficients", str(polyhedron), COEFFICIENT_SECONDS)
     if text is None:
         raise NoSchedule(f"the Farkas coefficients of a dependence with "
                          f"{polyhedron.n_constraint()} constraints took over "

@@ -55,9 +55,19 @@ def compute_dependences(scop: Scop, *, operations: int | None = None) -> Scop:
         raw, war, waw, exact = *_memory_based(scop), False
     if scop.context is not None:
         raw, war, waw = (d.intersect_params(scop.context) for d in (raw, war, waw))
-    deps = Dependences(raw=raw.coalesce(), war=war.coalesce(), waw=waw.coalesce(),
+    deps = Dependences(raw=_coalesced(raw), war=_coalesced(war), waw=_coalesced(waw),
                        exact=exact)
     return dataclasses.replace(scop, dependences=deps)
+
+
+def _coalesced(deps: isl.UnionMap) -> isl.UnionMap:
+    """``deps`` with pieces merged where isl can; as they are when isl's coalescing
+    fails (an internal error, "cannot relax redundant constraint", on a random nest's
+    dependences: program fuzzer seed 617). The same relation either way."""
+    try:
+        return deps.coalesce()
+    except isl.Error:
+        return deps
 
 
 def _exact(scop: Scop) -> tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]:

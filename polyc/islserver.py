@@ -1,0 +1,127 @@
+"""isl work that may run for minutes, done in a child process that can be stopped.
+
+isl counts little of some of its work against a context's operation budget (the
+Farkas dual of ``coefficients()``, its scheduler's LP solver) and an isl call cannot be
+interrupted. :func:`islutil.forked` runs one such call in a fresh fork, which costs
+10-30 ms once a compile has grown the process to hundreds of MB: too much for work that
+is usually quick and asked for hundreds of times per model. Here one child is forked
+the first time it is needed and then serves every request over a pipe; a request that
+takes longer than its time limit gets its child killed (the next request forks a new
+one).
+
+A request is a function name of :data:`FUNCTIONS` and the text of an isl object; the
+answer is the text of the result. Both sides parse texts in their own isl context.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import struct
+
+import islpy as isl
+
+FUNCTIONS = {
+    "coefficients": lambda ctx, text: isl.BasicSet.read_from_str(ctx, text)
+    .coefficients().flatten(),
+}
+
+_HEADER = struct.Struct("<Q")
+
+
+class _Child:
+    """The serving child: its pid and the two ends of its pipes."""
+
+    def __init__(self):
+        child_reads, parent_writes = os.pipe()
+        parent_reads, child_writes = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            status = 1
+            try:
+                os.close(parent_writes)
+                os.close(parent_reads)
+                _serve(child_reads, child_writes)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(child_reads)
+        os.close(child_writes)
+        self.requests, self.answers = parent_writes, parent_reads
+
+    def stop(self) -> None:
+        for fd in (self.requests, self.answers):
+            os.close(fd)
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self.pid, 0)
+
+
+_child: _Child | None = None
+_owner = 0  # the pid that forked the child (a forked process must not use its parent's)
+
+
+def call(function: str, text: str, seconds: float) -> str | None:
+    """``FUNCTIONS[function]`` of ``text`` in the serving child, as text; None past
+    ``seconds`` (the child is killed) or when it failed."""
+    global _child, _owner
+    if _child is None or _owner != os.getpid():
+        _child, _owner = _Child(), os.getpid()
+    child = _child
+    try:
+        _send(child.requests, f"{function}\n{text}".encode())
+        answer = _receive(child.answers, seconds)
+    except OSError:
+        answer = None
+    if answer is None:  # too slow, or the child died: start afresh next time
+        child.stop()
+        _child = None
+        return None
+    status, _, result = answer.decode().partition("\n")
+    return result if status == "ok" else None
+
+
+def _serve(requests: int, answers: int) -> None:
+    """The child's loop: answer each request until the parent closes the pipe."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ctx = isl.Context()
+    while True:
+        request = _receive(requests, None)
+        if request is None:
+            return
+        function, _, text = request.decode().partition("\n")
+        try:
+            answer = f"ok\n{FUNCTIONS[function](ctx, text)}"
+        except Exception as error:  # noqa: BLE001 - reported to the parent as a failure
+            answer = f"error\n{type(error).__name__}: {error}"
+        _send(answers, answer.encode())
+
+
+def _send(fd: int, data: bytes) -> None:
+    message = _HEADER.pack(len(data)) + data
+    while message:
+        message = message[os.write(fd, message):]
+
+
+def _receive(fd: int, seconds: float | None) -> bytes | None:
+    """One message from ``fd``; None at end of file or when ``seconds`` pass first."""
+    header = _read(fd, _HEADER.size, seconds)
+    if header is None:
+        return None
+    return _read(fd, _HEADER.unpack(header)[0], seconds)
+
+
+def _read(fd: int, size: int, seconds: float | None) -> bytes | None:
+    data = b""
+    while len(data) < size:
+        ready, _, _ = select.select([fd], [], [], seconds)
+        if not ready:
+            return None
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
