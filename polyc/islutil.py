@@ -66,8 +66,9 @@ def _exhausted(ctx: isl.Context) -> bool:
 def forked(compute: Callable[[], str], seconds: float) -> str | None:
     """``compute()`` run in a forked child process, its text if it is done within
     ``seconds``, else None (the child is killed; also None when it raised). For isl work
-    that its operation budget does not count (Farkas ``coefficients()``, the scheduler
-    on parametric dependences): a child can be stopped, an isl call cannot."""
+    that its operation budget does not count and that runs once per group or compile
+    (isl's scheduler, dataflow with parameters, large ILPs): a child can be stopped, an
+    isl call cannot. Work asked for many times goes to :mod:`polyc.islserver`."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: compute, write the text, leave without cleanup
