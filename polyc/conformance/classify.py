@@ -86,9 +86,9 @@ def _outcome(case: TestCase, backend) -> tuple[str, str]:
     except OUT_OF_SCOPE as error:
         return EXCLUDED, error_reason(error)
     except PolycError as error:
-        return FAIL, f"compiler error: {error_reason(error)}{_where(error)}"
+        return FAIL, f"compiler error: {error_reason(error)}{raised_at(error)}"
     except Exception as error:  # noqa: BLE001 - any other exception is a defect to report
-        return FAIL, f"error: {type(error).__name__}: {_first_line(error)}{_where(error)}"
+        return FAIL, f"error: {type(error).__name__}: {first_line(error)}{raised_at(error)}"
     return PASS, ""
 
 
@@ -141,7 +141,7 @@ def error_reason(error: PolycError) -> str:
         detail = str(error).partition(f"at node '{error.node_name}'")[2].lstrip(": ")
         detail = "" if detail == "no lowering for this op" else _generic(detail)
         return f"{name}: op {error.op_type}" + (f" ({detail})" if detail else "")
-    text = _first_line(error)
+    text = first_line(error)
     if isinstance(error, UnsupportedDtypeError):
         dtype = re.search(r"dtype (\w+)|of (\w+?)(?:_type)? type", text)
         if dtype:
@@ -156,7 +156,8 @@ def _generic(text: str) -> str:
     return text.strip()
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
+    """The first line of ``error``'s message ('' if it has none)."""
     lines = str(error).strip().splitlines()
     return lines[0] if lines else ""
 
@@ -164,7 +165,7 @@ def _first_line(error: BaseException) -> str:
 PACKAGE = Path(__file__).resolve().parent.parent  # polyc/, the package itself
 
 
-def _where(error: BaseException) -> str:
+def raised_at(error: BaseException) -> str:
     """' (at polyc/x.py:12)': the innermost frame in polyc's package (not the harness
     here, nor a test in a checkout that is itself named polyc) where ``error`` was
     raised."""

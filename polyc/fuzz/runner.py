@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import importlib
 import time
-import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
-from polyc.conformance.classify import Result
+from polyc.conformance.classify import Result, first_line, raised_at
 from polyc.conformance.pool import run_cases
 from polyc.fuzz import Mismatch
 
@@ -75,9 +74,9 @@ def check_one(module: ModuleType, case) -> tuple[str, str]:
     try:
         module.check(case)
     except Mismatch as error:
-        return WRONG, _first_line(error)
+        return WRONG, first_line(error)[:300]
     except Exception as error:  # noqa: BLE001 - every other exception is a finding
-        return ERROR, f"{type(error).__name__}: {_first_line(error)}{_where(error)}"
+        return ERROR, f"{type(error).__name__}: {first_line(error)[:300]}{raised_at(error)}"
     return OK, ""
 
 
@@ -89,7 +88,7 @@ def worker(module: ModuleType) -> Callable[[Seeded | Built], Result]:
         try:
             case = module.generate(item.seed) if isinstance(item, Seeded) else item.case
         except Exception as error:  # noqa: BLE001 - a generator defect, reported as one
-            outcome, reason = ERROR, f"generate: {type(error).__name__}: {_first_line(error)}"
+            outcome, reason = ERROR, f"generate: {type(error).__name__}: {first_line(error)[:300]}"
         else:
             outcome, reason = check_one(module, case)
         return Result(item.kind, item.name, outcome, reason, time.perf_counter() - start)
@@ -171,17 +170,3 @@ def same_failure(result: Result, failed: Result) -> bool:
 def counts(results: Sequence[Result]) -> Counter:
     """How many results had each outcome."""
     return Counter(r.status for r in results)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0][:300] if text else ""
-
-
-def _where(error: BaseException) -> str:
-    """' (at file:line)' of the innermost polyc frame that raised ``error``."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if "/polyc/" in f.filename]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    return f" (at {frame.filename.rsplit('/polyc/', 1)[1]}:{frame.lineno})"
