@@ -1,33 +1,36 @@
 """isl work that may run for minutes, done in a child process that can be stopped.
 
 isl counts little of some of its work against a context's operation budget (the
-Farkas dual of ``coefficients()``, its scheduler's LP solver) and an isl call cannot be
-interrupted. :func:`islutil.forked` runs one such call in a fresh fork, which costs
-10-30 ms once a compile has grown the process to hundreds of MB: too much for work that
-is usually quick and asked for hundreds of times per model. Here one child is forked
-the first time it is needed and then serves every request over a pipe; a request that
-takes longer than its time limit gets its child killed (the next request forks a new
-one).
+Farkas dual of ``coefficients()``, its scheduler's LP solver, dataflow analysis with
+parameters, large ILPs) and an isl call cannot be interrupted. Such work is sent to
+one child process, forked the first time it is needed, which serves every request over
+a pipe: a fork of a compile grown to hundreds of MB costs 10-30 ms, too much for work
+that is usually quick and asked for hundreds of times per model. A request that takes
+longer than its time limit gets the child killed (the next request forks a new one).
 
-A request is a function name of :data:`FUNCTIONS` and the text of an isl object; the
-answer is the text of the result. Both sides parse texts in their own isl context.
+A request names a module-level function ``f(ctx, *texts) -> str`` and gives the texts
+of its isl arguments; the answer is the text of its result. Both sides parse texts in
+their own isl context. The child finds the function by module and name, so the
+function's module is whatever stage owns the work.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import select
 import signal
 import struct
+from typing import Callable, Sequence
 
 import islpy as isl
 
-FUNCTIONS = {
-    "coefficients": lambda ctx, text: isl.BasicSet.read_from_str(ctx, text)
-    .coefficients().flatten(),
-}
-
 _HEADER = struct.Struct("<Q")
+_SEPARATOR = "\0"  # between the texts of a request (isl texts hold no NUL)
+
+
+class Unanswered(Exception):
+    """The child did not answer: past the time limit, or the function failed there."""
 
 
 class _Child:
@@ -64,24 +67,27 @@ _child: _Child | None = None
 _owner = 0  # the pid that forked the child (a forked process must not use its parent's)
 
 
-def call(function: str, text: str, seconds: float) -> str | None:
-    """``FUNCTIONS[function]`` of ``text`` in the serving child, as text; None past
-    ``seconds`` (the child is killed) or when it failed."""
+def call(function: Callable[..., str], texts: Sequence[str], seconds: float) -> str:
+    """``function(ctx, *texts)`` in the serving child, as text. Unanswered past
+    ``seconds`` (the child is killed) or when it raised there."""
     global _child, _owner
     if _child is None or _owner != os.getpid():
         _child, _owner = _Child(), os.getpid()
     child = _child
+    name = f"{function.__module__}:{function.__qualname__}"
     try:
-        _send(child.requests, f"{function}\n{text}".encode())
+        _send(child.requests, _SEPARATOR.join([name, *texts]).encode())
         answer = _receive(child.answers, seconds)
     except OSError:
         answer = None
     if answer is None:  # too slow, or the child died: start afresh next time
         child.stop()
         _child = None
-        return None
+        raise Unanswered(f"took over {seconds:g} s")
     status, _, result = answer.decode().partition("\n")
-    return result if status == "ok" else None
+    if status != "ok":
+        raise Unanswered(f"failed: {result.strip().splitlines()[0]}")
+    return result
 
 
 def _serve(requests: int, answers: int) -> None:
@@ -92,12 +98,17 @@ def _serve(requests: int, answers: int) -> None:
         request = _receive(requests, None)
         if request is None:
             return
-        function, _, text = request.decode().partition("\n")
+        name, *texts = request.decode().split(_SEPARATOR)
         try:
-            answer = f"ok\n{FUNCTIONS[function](ctx, text)}"
+            answer = f"ok\n{_function(name)(ctx, *texts)}"
         except Exception as error:  # noqa: BLE001 - reported to the parent as a failure
             answer = f"error\n{type(error).__name__}: {error}"
         _send(answers, answer.encode())
+
+
+def _function(name: str) -> Callable[..., str]:
+    module, _, qualname = name.partition(":")
+    return getattr(importlib.import_module(module), qualname)
 
 
 def _send(fd: int, data: bytes) -> None:

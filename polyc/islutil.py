@@ -9,11 +9,8 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import select
-import signal
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import islpy as isl
 
@@ -61,34 +58,6 @@ def _exhausted(ctx: isl.Context) -> bool:
     except isl.Error:
         return True
     return False
-
-
-def forked(compute: Callable[[], str], seconds: float) -> str | None:
-    """``compute()`` run in a forked child process, its text if it is done within
-    ``seconds``, else None (the child is killed; also None when it raised). For isl work
-    that its operation budget does not count and that runs once per group or compile
-    (isl's scheduler, dataflow with parameters, large ILPs): a child can be stopped, an
-    isl call cannot. Work asked for many times goes to :mod:`polyc.islserver`."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: compute, write the text, leave without cleanup
-        status = 1
-        try:
-            os.close(read)
-            text = compute().encode()
-            with os.fdopen(write, "wb") as out:
-                out.write(text)
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write)
-    with os.fdopen(read, "rb") as source:
-        ready, _, _ = select.select([source], [], [], seconds)
-        text = source.read() if ready else None
-    if text is None:
-        os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    return text.decode() if text is not None and status == 0 else None
 
 
 _SET_NODE = re.compile(r"(?<=\{ )set: \[")

@@ -5,6 +5,7 @@ shrinking and reproducers work."""
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -219,3 +220,14 @@ def test_seeds_that_found_bugs(seed):
     """617: isl's coalescing of the dependences failed ("cannot relax redundant
     constraint"); they are kept as computed then."""
     fuzz.check(fuzz.generate(seed))
+
+
+@pytest.mark.parametrize("seed", [2901, 2990])
+def test_seeds_whose_isl_schedule_hung(seed, monkeypatch):
+    """One statement of a 4-deep skewed, triangular nest: isl's scheduler ran for
+    minutes in process (uncounted LP work). It now runs in the isl server's child; past
+    its seconds (1 here, 10 by default) the statement keeps its original order."""
+    monkeypatch.setattr("polyc.scheduler.isl_scheduler.SECONDS", 1.0)
+    start = time.perf_counter()
+    fuzz.check(fuzz.generate(seed))
+    assert time.perf_counter() - start < 30

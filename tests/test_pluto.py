@@ -167,12 +167,15 @@ def test_dependence_through_a_reshape_has_its_redundant_floors_dropped():
 
 
 def test_coefficients_from_the_child_process_equal_the_direct_ones(monkeypatch):
-    """The forked path returns the same set as computing in process (isl text round
-    trip): forced on every dependence of a kernel, the schedule is the same."""
-    from polyc.scheduler import pluto
+    """The isl server's path returns the same sets as computing in process (isl text
+    round trip): with every request computed in process instead, the schedule of a
+    kernel is the same."""
+    from polyc import islserver
     from polyc.scop.polybench import KERNELS
 
     kernel = KERNELS["jacobi1d"]
-    direct = kernel.build().compile(params=kernel.params).inspect()
-    monkeypatch.setattr(pluto, "LARGE_POLYHEDRON", 0)
-    assert kernel.build().compile(params=kernel.params).inspect() == direct
+    served = kernel.build().compile(params=kernel.params).inspect()
+    ctx = isl.Context()
+    monkeypatch.setattr(islserver, "call", lambda function, texts, seconds:
+                        function(ctx, *texts))
+    assert kernel.build().compile(params=kernel.params).inspect() == served

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import islpy as isl
 
+from polyc import islserver
 from polyc.config import SYSTEMS, log_section
-from polyc.islutil import OverBudget, budget, forked
 from polyc.scheduler.base import group_dependences, group_domain, register
 from polyc.scop.model import Scop
 
-# isl operations for one group's schedule (some 30 s). isl counts few of the
-# operations of its scheduler's LP solver: a random nest's two statements with
-# parameters ran past 120 s within 2e7, random graphs' groups of 5 and 15 statements
-# past 90 and 300 s. A group of two statements or more is therefore scheduled in a
-# forked child given SECONDS (a fork costs 10-30 ms); a single statement, whose
-# schedule isl finds at once, in process within OPERATIONS. Past either limit, or when
-# isl fails, the group keeps its original order, which is legal by definition.
-OPERATIONS = 100_000_000
+# isl counts few of the operations of its scheduler's LP solver against a context's
+# budget: a random nest's two statements with parameters ran past 120 s within 2e7
+# operations, random graphs' groups of 5 and 15 statements past 90 and 300 s, and one
+# statement of a random 4-deep nest (program fuzzer seeds 2901, 2990) for minutes. The
+# schedule is therefore computed in the isl server's child (:mod:`polyc.islserver`),
+# given SECONDS; past them, or when isl fails, the group keeps its original order,
+# which is legal by definition.
 SECONDS = 10.0
 
 # isl can fail under the parameter context where it succeeds without ("unable to carry
@@ -38,46 +37,30 @@ def isl_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
     constraints = (isl.ScheduleConstraints.on_domain(domain)
                    .set_validity(deps).set_coincidence(deps).set_proximity(deps))
     notes = [f"isl compute_schedule over {len(group)} statements"]
+    context = "" if scop.context is None else str(scop.context)
     try:
-        if len(group) == 1:
-            with budget(scop.ctx, OPERATIONS, "isl's scheduler"):
-                schedule, note = _computed(constraints, scop.context)
-        else:
-            schedule, note = _computed_apart(constraints, scop.context, scop.ctx)
-    except (OverBudget, isl.Error) as err:
+        note, schedule = islserver.call(computed, [str(constraints), context],
+                                        SECONDS).split("\n", 1)
+    except islserver.Unanswered as why:
         schedule, _ = original_schedule(scop, group)
-        return schedule, (f"{_first_line(err)}: original order of {len(group)} statements",)
+        return schedule, (f"isl's scheduler {why}: original order of {len(group)} "
+                          "statements",)
+    schedule = isl.Schedule.read_from_str(scop.ctx, schedule)
     return schedule, tuple(notes + ([note] if note else []))
 
 
-def _computed(constraints: isl.ScheduleConstraints, context: isl.Set | None
-              ) -> tuple[isl.Schedule, str]:
-    """isl's schedule, under ``context`` if it can (else a note that it could not)."""
-    if context is None:
-        return constraints.compute_schedule(), ""
-    try:
-        return constraints.set_context(context).compute_schedule(), ""
-    except isl.Error:
-        return constraints.compute_schedule(), WITHOUT_CONTEXT
-
-
-def _computed_apart(constraints: isl.ScheduleConstraints, context: isl.Set | None,
-                    ctx: isl.Context) -> tuple[isl.Schedule, str]:
-    """:func:`_computed` in a forked child given SECONDS; OverBudget past them or when
-    the child fails."""
-    def compute() -> str:
-        schedule, note = _computed(constraints, context)
-        return f"{note}\n{schedule}"
-
-    text = forked(compute, SECONDS)
-    if text is None:
-        raise OverBudget(f"isl's scheduler failed or took over {SECONDS:g} s")
-    note, schedule = text.split("\n", 1)
-    return isl.Schedule.read_from_str(ctx, schedule), note
-
-
-def _first_line(error: Exception) -> str:
-    return str(error).strip().splitlines()[0]
+def computed(ctx: isl.Context, constraints: str, context: str) -> str:
+    """isl's schedule for schedule constraints given as text, under the parameter
+    ``context`` (text, or empty) if it can: a first line saying if it could not, then
+    the schedule's text (for the isl server's child)."""
+    constraints = isl.ScheduleConstraints.read_from_str(ctx, constraints)
+    if context:
+        try:
+            bounded = constraints.set_context(isl.Set.read_from_str(ctx, context))
+            return f"\n{bounded.compute_schedule()}"
+        except isl.Error:
+            pass
+    return f"{WITHOUT_CONTEXT if context else ''}\n{constraints.compute_schedule()}"
 
 
 @register("original")

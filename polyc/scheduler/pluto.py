@@ -31,7 +31,7 @@ import islpy as isl
 from polyc import islserver
 from polyc.config import SYSTEMS, log_section
 from polyc.errors import PolycError
-from polyc.islutil import OverBudget, budget, forked, items, sequence, union_maps
+from polyc.islutil import OverBudget, budget, items, sequence, union_maps
 from polyc.scheduler import farkas
 from polyc.scheduler.base import group_dependences, group_domain, register
 from polyc.scheduler.graph import topological_sccs
@@ -44,7 +44,8 @@ MAX_OPERATIONS = 20_000_000  # isl operations per ILP before falling back to isl
 # isl counts little of a large ILP's work against that budget: a random graph's system
 # of 69 variables and 696 constraints ran past 60 s. Larger than these (variables,
 # constraints; the ILPs of EfficientNet, inception_v2 and bert4 have at most 16 and 64)
-# an ILP is solved in a forked child given LARGE_ILP_SECONDS.
+# an ILP is solved in the isl server's child (:mod:`polyc.islserver`) given
+# LARGE_ILP_SECONDS.
 LARGE_ILP = (32, 256)
 LARGE_ILP_SECONDS = 5.0
 MAX_GROUP_STATEMENTS = 16  # larger groups are scheduled in chunks of whole SCCs
@@ -163,36 +164,46 @@ def _budget(ctx: isl.Context, what: str):
 # ``coefficients()`` enumerates the polyhedron's dual: cheap for the usual dependences,
 # exponential in its constraints (an 8-D dependence with 20 constraints and 3
 # parameters between two statements of a random nest took 80 s, its neighbours with
-# 14-16 milliseconds), and isl counts none of it against a context's operation budget.
-# A polyhedron of LARGE_POLYHEDRON constraints or more is therefore handed to
-# the serving child of :mod:`polyc.islserver`, which has COEFFICIENT_SECONDS to answer;
-# past that the child is killed and the group falls back to isl's scheduler. Without
-# parameters too: an 8-D dependence of 18 constraints of a random graph (fuzzer seed
-# 2798) ran for minutes, where the model dependences of up to 24 constraints in 14 dims
-# take under 1 ms (a fork per polyhedron, 10-30 ms each, had cost 3 s of ResNet-18's
-# 13 s compile: the child serves them all); and of 15 (graph fuzzer seed 1766, the
-# flattening equality of a reshape: 62 s). EfficientNet sends 291 of its 461, at about
-# 0.75 ms each with the texts' round trip. isl's detect_equalities first removes
-# redundant floors and mods (a conv through a reshape and its copy, graph fuzzer seed
-# 298: 22 constraints with 3 of them, 13 and none after, coefficients in 1 ms).
-LARGE_POLYHEDRON = 12
+# 14-16 milliseconds; without parameters, an 8-D dependence of 18 constraints of a
+# random graph, fuzzer seed 2798, ran for minutes, and one of 15, graph fuzzer seed
+# 1766, the flattening equality of a reshape, 62 s), and isl counts none of it
+# against a context's operation budget. Every polyhedron is therefore handed to the
+# serving child of :mod:`polyc.islserver`, which has COEFFICIENT_SECONDS to answer;
+# past that the child is killed and the group falls back to isl's scheduler. A fork
+# per polyhedron (10-30 ms each) had cost 3 s of ResNet-18's 13 s compile; the round
+# trip of the texts to the child costs well under 1 ms (EfficientNet's 461
+# polyhedra: 40.1 s compile, 41.9 s with the 170 of under 12 constraints kept in
+# process, within noise). isl's detect_equalities first removes redundant floors and
+# mods (a conv through a reshape and its copy, graph fuzzer seed 298: 22 constraints
+# with 3 of them, 13 and none after, coefficients in 1 ms).
 COEFFICIENT_SECONDS = 2.0
 
 
 def _coefficients(polyhedron: isl.BasicSet) -> isl.BasicSet:
     """The Farkas coefficients of ``polyhedron`` (``coefficients().flatten()`` of it
-    :func:`_lifted`), within COEFFICIENT_SECONDS in :mod:`polyc.islserver`'s child when
-    it has LARGE_POLYHEDRON constraints or more; NoSchedule past it."""
+    :func:`_lifted`), within COEFFICIENT_SECONDS in :mod:`polyc.islserver`'s child;
+    NoSchedule past them."""
     polyhedron = polyhedron.detect_equalities()  # drops redundant floors and mods
     polyhedron = _lifted(polyhedron)
-    if polyhedron.n_constraint() < LARGE_POLYHEDRON:
-        return polyhedron.coefficients().flatten()
-    text = islserver.call("coefficients", str(polyhedron), COEFFICIENT_SECONDS)
-    if text is None:
+    try:
+        text = islserver.call(dual, [str(polyhedron)], COEFFICIENT_SECONDS)
+    except islserver.Unanswered as why:
         raise NoSchedule(f"the Farkas coefficients of a dependence with "
-                         f"{polyhedron.n_constraint()} constraints took over "
-                         f"{COEFFICIENT_SECONDS:g} s")
+                         f"{polyhedron.n_constraint()} constraints {why}") from None
     return isl.BasicSet.read_from_str(polyhedron.get_ctx(), text)
+
+
+def dual(ctx: isl.Context, polyhedron: str) -> str:
+    """The Farkas coefficients of a polyhedron given as text, as text (for the isl
+    server's child)."""
+    return str(isl.BasicSet.read_from_str(ctx, polyhedron).coefficients().flatten())
+
+
+def lexmin(ctx: isl.Context, system: str) -> str:
+    """The lexicographic minimum of a set given as text, as text ("empty" if it is
+    empty; for the isl server's child)."""
+    system = isl.Set.read_from_str(ctx, system)
+    return "empty" if system.is_empty() else str(system.lexmin())
 
 
 def _lifted(polyhedron: isl.BasicSet) -> isl.BasicSet:
@@ -408,14 +419,14 @@ class _Pluto:
 
     def _lexmin(self, system: isl.BasicSet):
         """The lexicographic minimum of ``system`` (a point, None if it is empty), within
-        the ILP budget, or LARGE_ILP_SECONDS in a forked child for a large system."""
+        the ILP budget, or LARGE_ILP_SECONDS in the isl server's child for a large system."""
         if system.dim(isl.dim_type.set) > LARGE_ILP[0] or \
                 sum(part.n_constraint() for part in system.get_basic_sets()) > LARGE_ILP[1]:
-            text = forked(lambda: "empty" if system.is_empty() else str(system.lexmin()),
-                          LARGE_ILP_SECONDS)
-            if text is None:
-                raise NoSchedule(f"an ILP of {system.dim(isl.dim_type.set)} variables took "
-                                 f"over {LARGE_ILP_SECONDS:g} s")
+            try:
+                text = islserver.call(lexmin, [str(system)], LARGE_ILP_SECONDS)
+            except islserver.Unanswered as why:
+                raise NoSchedule(f"an ILP of {system.dim(isl.dim_type.set)} variables "
+                                 f"{why}") from None
             return None if text == "empty" else \
                 isl.Set.read_from_str(self.ctx, text).sample_point()
         with _budget(self.ctx, "ILP"):

@@ -7,7 +7,8 @@ All are relations between statement instances, in the original program order
 (``Scop.order``), parametric when the SCoP has parameters and restricted to its context.
 
 The analysis runs under a budget of :data:`OPERATIONS` isl operations (of
-:data:`SECONDS` when the SCoP has parameters); past it the
+:data:`SECONDS` in the isl server's child, :mod:`polyc.islserver`, when the SCoP has
+parameters); past it the
 dependences are memory-based instead: every pair of accesses to one element, the
 first a write or the second one, in program order (no write hides an earlier one).
 That is more than the exact relations, so a schedule that respects it is legal, but
@@ -21,13 +22,14 @@ import dataclasses
 
 import islpy as isl
 
-from polyc.islutil import OverBudget, budget, forked, union_sets
+from polyc import islserver
+from polyc.islutil import OverBudget, budget, union_sets
 from polyc.scop.model import Dependences, Scop
 
 # About a minute of isl at 2-3 million operations a second; inception_v2's analysis,
 # the largest of the benchmarks' models, needs some 2e7. isl counts few of the
 # operations when the SCoP has parameters (a random 3-statement nest: 21 s within the
-# budget), so such a SCoP is analysed in a forked child given SECONDS.
+# budget), so such a SCoP is analysed in the isl server's child given SECONDS.
 OPERATIONS = 200_000_000
 SECONDS = 10.0
 
@@ -72,19 +74,33 @@ def _coalesced(deps: isl.UnionMap) -> isl.UnionMap:
 
 def _exact(scop: Scop) -> tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]:
     """RAW, WAR and WAW by isl's dataflow analysis."""
-    reads, writes = scop.reads, scop.writes
-    return (_flow(reads, scop.order, must=writes).get_must_dependence(),
-            _flow(writes, scop.order, may=reads).get_may_dependence(),
-            _flow(writes, scop.order, must=writes).get_must_dependence())
+    return _relations(scop.reads, scop.writes, scop.order)
+
+
+def _relations(reads: isl.UnionMap, writes: isl.UnionMap, order: isl.Schedule
+               ) -> tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]:
+    return (_flow(reads, order, must=writes).get_must_dependence(),
+            _flow(writes, order, may=reads).get_may_dependence(),
+            _flow(writes, order, must=writes).get_must_dependence())
 
 
 def _exact_apart(scop: Scop) -> tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]:
-    """:func:`_exact` in a forked child given SECONDS; OverBudget past them."""
-    text = forked(lambda: "\n".join(str(deps) for deps in _exact(scop)), SECONDS)
-    if text is None:
-        raise OverBudget(f"dependence analysis took over {SECONDS:g} s")
-    raw, war, waw = (isl.UnionMap.read_from_str(scop.ctx, line) for line in text.split("\n"))
+    """:func:`_exact` in the isl server's child given SECONDS; OverBudget past them."""
+    texts = [str(scop.reads), str(scop.writes), str(scop.order)]
+    try:
+        answer = islserver.call(dataflow, texts, SECONDS)
+    except islserver.Unanswered as why:
+        raise OverBudget(f"dependence analysis {why}") from None
+    raw, war, waw = (isl.UnionMap.read_from_str(scop.ctx, line) for line in answer.split("\n"))
     return raw, war, waw
+
+
+def dataflow(ctx: isl.Context, reads: str, writes: str, order: str) -> str:
+    """RAW, WAR and WAW of accesses and an order given as texts, one line each (for the
+    isl server's child)."""
+    reads, writes = (isl.UnionMap.read_from_str(ctx, text) for text in (reads, writes))
+    order = isl.Schedule.read_from_str(ctx, order)
+    return "\n".join(str(deps) for deps in _relations(reads, writes, order))
 
 
 def _memory_based(scop: Scop) -> tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]:
