@@ -67,7 +67,7 @@ def test_generated_accesses_are_inside_their_arrays():
 def test_affine_text_round_trips():
     for text in ("2*i - j + N - 1", "-i + N - 1", "0", "-3", "i", "3*l - 2"):
         assert str(aff(text)) == text
-    assert aff("i + i - 2*j + 1 - 1") == fuzz.Affine((("i", 2), ("j", -2)), 0)
+    assert aff("i + i - 2*j + 1 - 1") == interpret.Affine((("i", 2), ("j", -2)), 0)
 
 
 def test_trace_follows_loops_bodies_and_downward_loops():
@@ -164,8 +164,8 @@ def test_smaller_candidates_are_valid_and_strictly_smaller(seed):
         assert fuzz.valid(candidate)
         assert fuzz.size(candidate) < fuzz.size(case)
         fuzz.build(candidate.program)  # the nest accepts its domains, accesses, schedules
-    statements = len(list(fuzz.walk(case.program.body)))
-    assert any(len(list(fuzz.walk(c.program.body))) < statements for c in candidates)
+    statements = len(list(interpret.walk(case.program.body)))
+    assert any(len(list(interpret.walk(c.program.body))) < statements for c in candidates)
     fuzz.check(candidates[0])
 
 
@@ -176,7 +176,7 @@ def test_shrinking_a_case_reaches_one_statement():
         if not candidates:
             break
         case = candidates[0]
-    assert len(list(fuzz.walk(case.program.body))) == 1
+    assert len(list(interpret.walk(case.program.body))) == 1
     assert case.config == Config()
     fuzz.check(case)
 
