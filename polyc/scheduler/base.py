@@ -12,7 +12,7 @@ import islpy as isl
 
 from polyc.errors import PolycError
 from polyc.fusion.groups import FusionGroups
-from polyc.islutil import ordered, sequence, union_of
+from polyc.islutil import ordered, sequence, statement_names, union_of
 from polyc.scop.model import Scop
 
 
@@ -71,4 +71,5 @@ def group_domain(scop: Scop, group: tuple[str, ...]) -> isl.UnionSet:
 
 def group_dependences(scop: Scop, domain: isl.UnionSet) -> isl.UnionMap:
     """All dependences with both ends inside ``domain``."""
-    return scop.dependences.all.intersect_domain(domain).intersect_range(domain)
+    among = scop.dependences.among(statement_names(domain))
+    return among.intersect_domain(domain).intersect_range(domain)

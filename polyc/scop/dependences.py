@@ -14,6 +14,14 @@ first a write or the second one, in program order (no write hides an earlier one
 That is more than the exact relations, so a schedule that respects it is legal, but
 it may leave the scheduler less freedom; ``Dependences.exact`` is then False and the
 schedule's decisions say so.
+
+The analysis runs once per written array, over the accesses to it and the order of the
+statements that access it: dependences through one array involve only its accesses (a
+write hides earlier writes to the same elements only), so the union is the relation
+one analysis of the whole program gives. isl's time for one analysis grows with the
+square of the statements: a Concat of 1,000 branches (1,144 statements) took 8.3 s CPU,
+0.9 s array by array, a chain of 1,000 elementwise ops unfused 5.3 and 0.9 s;
+EfficientNet, bert4 and inception_v2 take the same either way (2.1, 0.45, 4.3 s).
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import dataclasses
 import islpy as isl
 
 from polyc import islserver
-from polyc.islutil import OverBudget, budget, union_sets
+from polyc.islutil import OverBudget, budget, statement_names, union_maps, union_sets, united
 from polyc.scop.model import Dependences, Scop
 
 # About a minute of isl at 2-3 million operations a second; inception_v2's analysis,
@@ -34,13 +42,13 @@ OPERATIONS = 200_000_000
 SECONDS = 10.0
 
 
-def _flow(sink: isl.UnionMap, order: isl.Schedule, *, must=None, may=None) -> isl.UnionFlow:
+def _flow(sink: isl.UnionMap, order: isl.UnionMap, *, must=None, may=None) -> isl.UnionFlow:
     info = isl.UnionAccessInfo.from_sink(sink)
     if must is not None:
         info = info.set_must_source(must)
     if may is not None:
         info = info.set_may_source(may)
-    return info.set_schedule(order).compute_flow()
+    return info.set_schedule_map(order).compute_flow()
 
 
 def compute_dependences(scop: Scop, *, operations: int | None = None) -> Scop:
@@ -79,9 +87,30 @@ def _exact(scop: Scop) -> tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]:
 
 def _relations(reads: isl.UnionMap, writes: isl.UnionMap, order: isl.Schedule
                ) -> tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]:
-    return (_flow(reads, order, must=writes).get_must_dependence(),
-            _flow(writes, order, may=reads).get_may_dependence(),
-            _flow(writes, order, must=writes).get_must_dependence())
+    """RAW, WAR and WAW, one written array at a time (see the module's docstring)."""
+    times = {m.get_tuple_name(isl.dim_type.in_): isl.UnionMap.from_map(m)
+             for m in union_maps(order.get_map())}
+    reads_of, writes_of = _by_array(reads), _by_array(writes)
+    found: tuple[list, list, list] = ([], [], [])
+    for array, written in writes_of.items():
+        read = reads_of.get(array, isl.UnionMap.empty(written.get_space()))
+        accessing = statement_names(written.domain().union(read.domain()))
+        local = united([times[name] for name in sorted(accessing)])
+        found[0].append(_flow(read, local, must=written).get_must_dependence())
+        found[1].append(_flow(written, local, may=read).get_may_dependence())
+        found[2].append(_flow(written, local, must=written).get_must_dependence())
+    empty = isl.UnionMap.empty(reads.get_space())
+    raw, war, waw = (united(parts) if parts else empty for parts in found)
+    return raw, war, waw
+
+
+def _by_array(accesses: isl.UnionMap) -> dict[str, isl.UnionMap]:
+    """``accesses`` split by the array accessed."""
+    parts: dict[str, list[isl.UnionMap]] = {}
+    for access in union_maps(accesses):
+        parts.setdefault(access.get_tuple_name(isl.dim_type.out), []).append(
+            isl.UnionMap.from_map(access))
+    return {array: united(maps) for array, maps in parts.items()}
 
 
 def _exact_apart(scop: Scop) -> tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]:

@@ -189,9 +189,29 @@ class Dependences:
     def kinds(self) -> dict[str, isl.UnionMap]:
         return {"RAW": self.raw, "WAR": self.war, "WAW": self.waw}
 
-    @property
+    @cached_property
     def all(self) -> isl.UnionMap:
         return self.raw.union(self.war).union(self.waw)
+
+    @cached_property
+    def _by_source(self) -> dict[str, list[isl.Map]]:
+        found: dict[str, list[isl.Map]] = {}
+        for dep in union_maps(self.all):
+            found.setdefault(dep.get_tuple_name(isl.dim_type.in_), []).append(dep)
+        return found
+
+    def among(self, statements) -> isl.UnionMap:
+        """The dependences from and to the named statements only. Looked up by source
+        statement: intersecting :attr:`all` with each group's domain had cost time in
+        the dependences of the whole program per group (a Concat of 1,500 branches: 16 s
+        over 1,716 groups)."""
+        names = set(statements)
+        result = isl.UnionMap.empty(self.raw.get_space())
+        for source in names:
+            for dep in self._by_source.get(source, ()):
+                if dep.get_tuple_name(isl.dim_type.out) in names:
+                    result = result.union(isl.UnionMap.from_map(dep))
+        return result
 
     def __str__(self) -> str:
         lines = []
