@@ -957,12 +957,13 @@ def test_pointwise_conv_pixels_padded_to_whole_vectors(x_shape, w_shape, group, 
 
 @pytest.mark.parametrize("x_shape, w_shape, group, attrs", [
     ((1, 16, 7, 7), (32, 16, 1, 1), 1, {}),                       # 49 pixels
+    ((1, 64, 14, 14), (32, 64, 1, 1), 1, {}),                     # 196, no whole vectors
     ((2, 64, 5, 5), (64, 32, 1, 1), 2, {}),                       # grouped, batch of 2
     ((1, 64, 4, 4), (64, 32, 3, 3), 2, {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # 2x2
 ])
 def test_conv_over_few_pixels_is_a_transposed_product(x_shape, w_shape, group, attrs):
-    """Few pixels (padding them to 16 would be over 1.2x the work) and output channels
-    in whole vectors: the product is computed with the channels along its rows
+    """Pixels that are no whole vectors (or fewer than 64) and output channels in whole
+    vectors: the product is computed with the channels along its rows
     (``Yt[n, g, p, m]``, the contraction's vector lanes) and a Map writes Y with the
     Relu, in a pass of its own (in the register tile its stores would be scalar, a lane
     ``pixels`` elements from the next); results match onnxruntime."""
