@@ -21,6 +21,7 @@ import os
 import select
 import signal
 import struct
+import time
 from typing import Callable, Sequence
 
 import islpy as isl
@@ -118,17 +119,20 @@ def _send(fd: int, data: bytes) -> None:
 
 
 def _receive(fd: int, seconds: float | None) -> bytes | None:
-    """One message from ``fd``; None at end of file or when ``seconds`` pass first."""
-    header = _read(fd, _HEADER.size, seconds)
+    """One message from ``fd``; None at end of file or when ``seconds`` pass before all
+    of it has come (one deadline for the whole message, not one per read)."""
+    deadline = None if seconds is None else time.monotonic() + seconds
+    header = _read(fd, _HEADER.size, deadline)
     if header is None:
         return None
-    return _read(fd, _HEADER.unpack(header)[0], seconds)
+    return _read(fd, _HEADER.unpack(header)[0], deadline)
 
 
-def _read(fd: int, size: int, seconds: float | None) -> bytes | None:
+def _read(fd: int, size: int, deadline: float | None) -> bytes | None:
     data = b""
     while len(data) < size:
-        ready, _, _ = select.select([fd], [], [], seconds)
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([fd], [], [], left)
         if not ready:
             return None
         chunk = os.read(fd, size - len(data))

@@ -94,6 +94,15 @@ def united(parts: list):
     return parts[0]
 
 
+def maps_by_name(umap: isl.UnionMap, dim: isl.dim_type) -> dict[str, list[isl.Map]]:
+    """The maps of ``umap`` grouped by the tuple name of their domain (``dim`` is
+    ``isl.dim_type.in_``: the statement) or of their range (``out``: the array)."""
+    groups: dict[str, list[isl.Map]] = {}
+    for relation in union_maps(umap):
+        groups.setdefault(relation.get_tuple_name(dim), []).append(relation)
+    return groups
+
+
 def union_sets(uset: isl.UnionSet) -> list[isl.Set]:
     return items(uset.get_set_list())
 

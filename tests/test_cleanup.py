@@ -179,10 +179,9 @@ def test_folding_repeats_with_reinferred_shapes():
 def test_max_pool_of_constants_is_not_folded(attrs):
     """onnx's reference evaluator computes MaxPool otherwise than onnxruntime (found by
     the graph fuzzer: a wrong output shape, wrong values): polyc lowers it instead."""
-    shape = (1, 2, 1, 6) if "ceil_mode" in attrs else (1, 2, 3, 1)
+    shape = (1, 2, 1, 6) if "ceil_mode" in attrs else (1, 2, 3, 1)  # as onnxruntime's output
     pool = node("MaxPool", ["w"], ["p"], **attrs)
-    out = (1, 2, 1, 6) if "ceil_mode" in attrs else (1, 2, 3, 1)
-    model = make_model([pool, node("Add", ["p", "x"])], [("x", list(out))], ["y"],
+    model = make_model([pool, node("Add", ["p", "x"])], [("x", list(shape))], ["y"],
                        initializers=[weight("w", shape, 7)], opset=17)
     graph = cleaned(model)
     assert "MaxPool" in op_types(graph)

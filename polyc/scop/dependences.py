@@ -31,7 +31,15 @@ import dataclasses
 import islpy as isl
 
 from polyc import islserver
-from polyc.islutil import OverBudget, budget, statement_names, union_maps, union_sets, united
+from polyc.islutil import (
+    OverBudget,
+    budget,
+    maps_by_name,
+    statement_names,
+    union_maps,
+    union_sets,
+    united,
+)
 from polyc.scop.model import Dependences, Scop
 
 # About a minute of isl at 2-3 million operations a second; inception_v2's analysis,
@@ -106,11 +114,8 @@ def _relations(reads: isl.UnionMap, writes: isl.UnionMap, order: isl.Schedule
 
 def _by_array(accesses: isl.UnionMap) -> dict[str, isl.UnionMap]:
     """``accesses`` split by the array accessed."""
-    parts: dict[str, list[isl.UnionMap]] = {}
-    for access in union_maps(accesses):
-        parts.setdefault(access.get_tuple_name(isl.dim_type.out), []).append(
-            isl.UnionMap.from_map(access))
-    return {array: united(maps) for array, maps in parts.items()}
+    return {array: united([isl.UnionMap.from_map(m) for m in maps])
+            for array, maps in maps_by_name(accesses, isl.dim_type.out).items()}
 
 
 def _exact_apart(scop: Scop) -> tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]:

@@ -15,7 +15,15 @@ import numpy as np
 
 from polyc.errors import ShapeError
 from polyc.frontend.core import Call, Const
-from polyc.islutil import eval_params, offset_strides, param_expr, union_maps, union_of
+from polyc.islutil import (
+    eval_params,
+    maps_by_name,
+    offset_strides,
+    param_expr,
+    union_maps,
+    union_of,
+    united,
+)
 
 NOMINAL = 64  # a symbolic parameter's value where tiling chooses sizes
 
@@ -195,10 +203,7 @@ class Dependences:
 
     @cached_property
     def _by_source(self) -> dict[str, list[isl.Map]]:
-        found: dict[str, list[isl.Map]] = {}
-        for dep in union_maps(self.all):
-            found.setdefault(dep.get_tuple_name(isl.dim_type.in_), []).append(dep)
-        return found
+        return maps_by_name(self.all, isl.dim_type.in_)
 
     def among(self, statements) -> isl.UnionMap:
         """The dependences from and to the named statements only. Looked up by source
@@ -206,12 +211,10 @@ class Dependences:
         the dependences of the whole program per group (a Concat of 1,500 branches: 16 s
         over 1,716 groups)."""
         names = set(statements)
-        result = isl.UnionMap.empty(self.raw.get_space())
-        for source in names:
-            for dep in self._by_source.get(source, ()):
-                if dep.get_tuple_name(isl.dim_type.out) in names:
-                    result = result.union(isl.UnionMap.from_map(dep))
-        return result
+        parts = [isl.UnionMap.from_map(dep) for source in names
+                 for dep in self._by_source.get(source, ())
+                 if dep.get_tuple_name(isl.dim_type.out) in names]
+        return united(parts) if parts else isl.UnionMap.empty(self.raw.get_space())
 
     def __str__(self) -> str:
         lines = []

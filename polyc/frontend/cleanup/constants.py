@@ -34,6 +34,7 @@ NONDETERMINISTIC = frozenset({
 # wholly in the padding gives 0 there, the lowest float in onnxruntime (graph fuzzer
 # seed 5504, a MaxPool of a weight whose dilated windows skip its one pixel).
 UNFAITHFUL = frozenset({"MaxPool"})
+NEVER_FOLDED = NONDETERMINISTIC | UNFAITHFUL
 SHAPE_NOTE = "folded {n} Shape/Size node{s} of static shapes into constants"
 CONSTANT_NOTE = "folded {n} constant node{s}"
 
@@ -142,7 +143,7 @@ def _foldable(node: onnx.NodeProto, constants) -> bool:
     inputs = [i for i in node.input if i]
     return (bool(inputs) and all(i in constants for i in inputs)
             and node.domain in DEFAULT_DOMAINS
-            and node.op_type not in NONDETERMINISTIC and node.op_type not in UNFAITHFUL
+            and node.op_type not in NEVER_FOLDED
             and not any(a.type in SUBGRAPHS for a in node.attribute))
 
 
