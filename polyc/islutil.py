@@ -132,6 +132,26 @@ def band_above(node: isl.ScheduleNode) -> bool:
     return False
 
 
+def permuted_band(band: isl.ScheduleNode, order: Sequence[int]) -> isl.ScheduleNode:
+    """``band`` (permutable) with its members in ``order``."""
+    partial = band.band_get_partial_schedule()
+    return band_with_rows(band, [partial.get_at(k) for k in order],
+                          [band.band_member_get_coincident(k) for k in order])
+
+
+def band_with_rows(band: isl.ScheduleNode, rows: Sequence[isl.UnionPwAff],
+                   coincident: Sequence[bool]) -> isl.ScheduleNode:
+    """``band`` replaced by a permutable band of ``rows`` (as many as its members, or
+    fewer) with these coincident flags."""
+    space = band.band_get_partial_schedule().get_space()
+    space = space.drop_dims(isl.dim_type.set, len(rows), band.band_n_member() - len(rows))
+    node = band.delete().insert_partial_schedule(multi_union(space, rows))
+    node = node.band_set_permutable(1)
+    for k, flag in enumerate(coincident):
+        node = node.band_member_set_coincident(k, flag)
+    return node
+
+
 def statement_names(uset: isl.UnionSet) -> set[str]:
     """The tuple names of the sets in ``uset`` (e.g. the statements reaching a node)."""
     return {part.get_tuple_name() for part in union_sets(uset)}

@@ -147,13 +147,19 @@ def test_depthwise_taps_outside_the_input_load_at_an_address_inside_it():
 
 def test_depthwise_conv_over_few_pixels_runs_its_border_without_guards():
     """At 7x7 a 5x5 window's interior is 9 of 49 pixels: the border is split into the
-    24 parts where each tap is inside or not (polyc.tiling.borders), none guarded."""
+    24 parts where each tap is inside or not (polyc.tiling.borders), none guarded. The
+    parts run inside the loop over blocks of 16 channels, on which no guard depends:
+    the 25 loops of one block, not 25 loops over all blocks."""
     net = Net(16, 7)
-    a = net.node("Relu", net.conv("x", 16, 32, 3))
-    d = net.node("Relu", net.conv(a, 32, 32, 5, group=32))
-    compiled = assert_matches(net.model(net.conv(d, 32, 16, 1)), threads=1)
-    assert any("interior rows split from 24 border parts" in decision
-               for decision in compiled.schedule.decisions), compiled.schedule.decisions
+    a = net.node("Relu", net.conv("x", 16, 48, 3))
+    d = net.node("Relu", net.conv(a, 48, 48, 5, group=48))
+    compiled = assert_matches(net.model(net.conv(d, 48, 16, 1)), threads=1, profile=True)
+    decisions = compiled.schedule.decisions
+    assert any("interior rows split from 24 border parts" in d for d in decisions), decisions
+    assert any("tile band members (0, 1, 2, 3) and band members (0,) (no bounded read "
+               "depends on them) kept around the parts" in d for d in decisions), decisions
+    nests = [name for part in compiled.manifest["profile"] for name in part["statements"]]
+    assert len(nests) == len(set(nests)), nests  # (before: 25 top-level nests of one)
 
 
 @pytest.mark.parametrize("mode", ["nearest", "linear"])

@@ -32,6 +32,7 @@ from polyc.islutil import (
     band_above,
     flat_offset,
     map_bottom_up,
+    permuted_band,
     span,
     statement_names,
     union_of,
@@ -83,6 +84,11 @@ def _split(scop: Scop, node: isl.ScheduleNode, notes: list[str]) -> isl.Schedule
     filters = isl.UnionSetList.alloc(scop.ctx, len(parts))
     for part in parts:
         filters = filters.add(part)
+    depth = node.get_tree_depth()
+    node, kept = _around_parts(node, statements, rows)
+    if kept:
+        notes.append(f"{', '.join(names)}: {' and '.join(kept)} (no bounded read depends "
+                     "on them) kept around the parts")
     what = "interior rows" if rows else "interior"
     if interior.is_empty():
         notes.append(f"{', '.join(names)}: split into {len(cells)} parts (bounded reads "
@@ -91,7 +97,79 @@ def _split(scop: Scop, node: isl.ScheduleNode, notes: list[str]) -> isl.Schedule
         notes.append(f"{', '.join(names)}: {what} split from {len(cells)} border "
                      f"part{'s' if len(cells) > 1 else ''} (bounded reads unguarded inside"
                      f"{', masked along rows' if rows else ''})")
-    return node.insert_sequence(filters)
+    node = node.insert_sequence(filters)
+    while node.get_tree_depth() > depth:
+        node = node.parent()
+    return node
+
+
+def _around_parts(band: isl.ScheduleNode, statements, rows: bool
+                  ) -> tuple[isl.ScheduleNode, list[str]]:
+    """Where the parts of ``band``'s split go, and the loops kept around them: below
+    the members on which no guard depends (:func:`_guard_free_members`), through a
+    whole tile band into its point band."""
+    kept: list[str] = []
+    while True:
+        n = band.band_n_member()
+        free = _guard_free_members(band, statements, rows)
+        if free:
+            tiles = band.child(0).get_type() == isl.schedule_node_type.band
+            kept.append(f"{'tile ' if tiles else ''}band members {tuple(free)}")
+        if len(free) < n:
+            break
+        band = band.child(0)
+    if not free:
+        return band, kept
+    order = free + [k for k in range(n) if k not in free]
+    if order != sorted(order):
+        band = permuted_band(band, order)
+    return band.band_split(len(free)).child(0), kept
+
+
+def _guard_free_members(band: isl.ScheduleNode, statements, rows: bool) -> list[int]:
+    """The members of ``band`` on which no guard of its statements depends (with
+    ``rows``, their row guards), when the band may be permuted to put them first; its
+    innermost member stays inside unless a band lies below it (the point loops of a
+    tile band). The parts of the split then run inside their loops. A 5x5 depthwise conv
+    over 1152 channels at 7x7 has 25 parts, each of which swept all 72 channel blocks:
+    25 passes over its weights and input from L2, where the parts of one channel block
+    find them in L1."""
+    n = band.band_n_member()
+    partial = band.band_get_partial_schedule()
+    free = []
+    for k in range(n):
+        row = partial.get_at(k)
+        pieces = [row.extract_pw_aff(_row_space(s)).gist(s.domain) for s in statements]
+        if not any(piece.involves_dims(isl.dim_type.in_, d, 1)
+                   for piece, s in zip(pieces, statements) for d in _guarded_dims(s, rows)):
+            free.append(k)
+    if band.child(0).get_type() != isl.schedule_node_type.band and n - 1 in free:
+        free.remove(n - 1)  # (the innermost loop: stride 1, vectorized)
+    elif len(free) == n:
+        return free
+    if free != list(range(len(free))) and not band.band_get_permutable():
+        return []
+    return free
+
+
+def _row_space(statement) -> isl.Space:
+    """The space of a band member's schedule of ``statement``."""
+    return statement.domain.get_space().from_domain().add_dims(isl.dim_type.out, 1)
+
+
+def _guarded_dims(statement, rows: bool) -> set[int]:
+    """The domain dims of ``statement`` that one of its guards (row guards with
+    ``rows``) depends on."""
+    domain = statement.domain
+    dims = set()
+    for read in statement.reads:
+        if read.guard is None:
+            continue
+        guard = (_row_guard(read.guard) if rows else read.guard).intersect(domain)
+        for d in range(domain.dim(isl.dim_type.set)):
+            if not guard.eliminate(isl.dim_type.set, d, 1).intersect(domain).is_equal(guard):
+                dims.add(d)
+    return dims
 
 
 def _parts(scop: Scop, statements, domain: isl.UnionSet, rows: bool

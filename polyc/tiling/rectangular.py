@@ -22,7 +22,14 @@ import islpy as isl
 from polyc.codegen.transpose import MARK as TRANSPOSE_MARK
 from polyc.codegen.vector import LANES
 from polyc.errors import PolycError
-from polyc.islutil import map_bottom_up, multi_union, span, statement_names, union_maps
+from polyc.islutil import (
+    band_with_rows,
+    map_bottom_up,
+    permuted_band,
+    span,
+    statement_names,
+    union_maps,
+)
 from polyc.scop.model import Scop
 from polyc.tiling.cache import host_caches, tile_size
 from polyc.tiling.order import access_strides, innermost_member, statement_strides
@@ -99,7 +106,7 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
     inner = innermost_member(scop, band)
     order = [k for k in range(n) if k != inner] + [inner]
     if order != list(range(n)):
-        band = _permute(band, order)
+        band = permuted_band(band, order)
     extents = _extents(scop, band)
     statements = statement_names(band.get_domain())
     names = ", ".join(sorted(statements))
@@ -195,7 +202,7 @@ def _merged_rows(scop: Scop, band: isl.ScheduleNode, members: tuple[int, int],
     coincident = [band.band_member_get_coincident(k) for k in range(len(rows))]
     coincident[x] = coincident[x] and coincident[m]
     del rows[m], coincident[m]
-    return _with_rows(band, rows, coincident), (across - (m < across), inner - (m < inner))
+    return band_with_rows(band, rows, coincident), (across - (m < across), inner - (m < inner))
 
 
 def _register_transposes(band: isl.ScheduleNode, members: tuple[int, int],
@@ -253,25 +260,6 @@ def _sizes(scop: Scop, statements: set[str], stencil: Stencil | None, n: int,
         return stencil_sizes(stencil, n, host_caches(), diamond=diamond)
     arrays = {a for s in statements for a in _arrays(scop, s)}
     return [tile_size(len(arrays))] * n
-
-
-def _permute(band: isl.ScheduleNode, order: list[int]) -> isl.ScheduleNode:
-    partial = band.band_get_partial_schedule()
-    return _with_rows(band, [partial.get_at(k) for k in order],
-                      [band.band_member_get_coincident(k) for k in order])
-
-
-def _with_rows(band: isl.ScheduleNode, rows: list[isl.UnionPwAff],
-               coincident: list[bool]) -> isl.ScheduleNode:
-    """``band`` replaced by a permutable band of ``rows`` (as many as its members, or
-    fewer) with these coincident flags."""
-    space = band.band_get_partial_schedule().get_space()
-    space = space.drop_dims(isl.dim_type.set, len(rows), band.band_n_member() - len(rows))
-    node = band.delete().insert_partial_schedule(multi_union(space, rows))
-    node = node.band_set_permutable(1)
-    for k, flag in enumerate(coincident):
-        node = node.band_member_set_coincident(k, flag)
-    return node
 
 
 def _sizes_of(band: isl.ScheduleNode, sizes: list[int]) -> isl.MultiVal:
