@@ -132,6 +132,13 @@ def band_above(node: isl.ScheduleNode) -> bool:
     return False
 
 
+def row_space(domain: isl.Set) -> isl.Space:
+    """The space of one band member's schedule of the statement whose instances are
+    ``domain`` (what ``UnionPwAff.extract_pw_aff`` takes: given the set's own space it
+    returns an empty piece)."""
+    return domain.get_space().from_domain().add_dims(isl.dim_type.out, 1)
+
+
 def permuted_band(band: isl.ScheduleNode, order: Sequence[int]) -> isl.ScheduleNode:
     """``band`` (permutable) with its members in ``order``."""
     partial = band.band_get_partial_schedule()

@@ -161,6 +161,26 @@ def test_blocking_from_the_shape_and_caches():
     assert choose_blocking(c, caches) == Blocking(mr=6, nr=64, mc=126, nc=1024, kc=256)
 
 
+def test_blocking_for_threads_takes_a_tile_that_splits_the_columns():
+    """Run on threads, 49 rows (a 1x1 conv at 7x7) by 192 columns take 8x48 register
+    tiles, four column blocks the threads split at the outermost loop, not the 6x64
+    tiles of one thread (three column blocks: the threads would split the row tiles
+    inside every k block); results match onnxruntime."""
+    model = matmul_model(49, 1152, 192)
+    c = untiled_contraction(model)
+    caches = Caches(48 * 1024, 1024 * 1024, 32 * 1024 ** 2)
+    assert (choose_blocking(c, caches).mr, choose_blocking(c, caches).nr) == (6, 64)
+    block = choose_blocking(c, caches, parallel=True)
+    assert (block.mr, block.nr, block.nc) == (8, 48, 48)
+    compiled = polyc.compile(model, threads=2)
+    notes = [d for d in compiled.schedule.decisions if d.startswith("parallel:")]
+    assert any(n.endswith("loop i1/48 (c0)") for n in notes), notes
+    inputs = random_inputs(model, seed=1)  # sums of 1152 products: within 1e-5 of the
+    expected = run_onnxruntime(model, inputs)["y"]  # largest output
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL,
+                               atol=1e-5 * np.abs(expected).max())
+
+
 @pytest.mark.parametrize("m", [2, 4])
 def test_fewer_rows_than_a_tile_take_a_tile_of_all_of_them(m):
     """A product of 2 or 4 rows and 300 reduction steps (a conv over a few pixels,

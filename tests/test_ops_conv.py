@@ -433,16 +433,19 @@ def test_direct_conv_tile_fits_the_output_rows(channels, width, tile):
     assert_compiled_matches(compiled, model)
 
 
-@pytest.mark.parametrize("threads, nc, parallel", [(1, 256, None), (2, 64, "i3/64 (c0)")])
-def test_direct_conv_on_threads_splits_its_channels(threads, nc, parallel):
-    """On several threads a direct conv's channels make 4 column blocks, the outermost
-    loop, which the threads split once per call (not its 13 output rows inside every
-    k block); on one thread a block holds them all; results match onnxruntime."""
-    model = _conv_relu((1, 16, 13, 13), (256, 16, 3, 3), {"pads": [1, 1, 1, 1]}, True)
+@pytest.mark.parametrize("channels, threads, nc, parallel", [
+    (256, 1, 256, None), (256, 2, 64, "i3/64 (c0)"), (192, 2, 32, "i3/32 (c0)")])
+def test_direct_conv_on_threads_splits_its_channels(channels, threads, nc, parallel):
+    """On several threads a direct conv's channels make at least 4 column blocks (of 2
+    register tiles of 32 for 256 channels; of one for 192, whose 6 tiles would make 3
+    blocks of 2), the outermost loop, which the threads split once per call (not its 13
+    output rows inside every k block); on one thread a block holds them all; results
+    match onnxruntime."""
+    model = _conv_relu((1, 16, 13, 13), (channels, 16, 3, 3), {"pads": [1, 1, 1, 1]}, True)
     compiled = polyc.compile(model, threads=threads)
     decisions = compiled.schedule.decisions
     assert any(re.match(r"tiling: contraction S\d_conv_transposed_update: .* register tile "
-                        rf"7x32, blocks mc=14 nc={nc} kc=16", d) for d in decisions)
+                        rf"7x32, blocks mc=14 nc={nc} kc=16", d) for d in decisions), decisions
     notes = [d for d in decisions if d.startswith("parallel: S1_conv_transposed_init")]
     assert [n.split(": loop ")[1] for n in notes] == ([parallel] if parallel else [])
     assert_compiled_matches(compiled, model)

@@ -20,7 +20,7 @@ import dataclasses
 
 import islpy as isl
 
-from polyc.islutil import statement_names, union_sets
+from polyc.islutil import row_space, statement_names, union_sets
 from polyc.scheduler.base import ScheduleResult
 from polyc.scop.dependences import compute_dependences
 from polyc.scop.model import Scop
@@ -118,7 +118,7 @@ def _apply_recipe(scop: Scop, schedule: isl.Schedule,
         for part in union_sets(added):
             packed = copies[part.get_tuple_name()]
             to_statement = isl.PwMultiAff.from_map(packed.to_statement)
-            source = row.extract_pw_aff(packed.contraction.statement.domain.get_space())
+            source = row.extract_pw_aff(row_space(packed.contraction.statement.domain))
             row = row.union_add(isl.UnionPwAff.from_pw_aff(
                 source.pullback_pw_multi_aff(to_statement)))
         return row

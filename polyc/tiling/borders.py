@@ -33,6 +33,7 @@ from polyc.islutil import (
     flat_offset,
     map_bottom_up,
     permuted_band,
+    row_space,
     span,
     statement_names,
     union_of,
@@ -139,7 +140,7 @@ def _guard_free_members(band: isl.ScheduleNode, statements, rows: bool) -> list[
     free = []
     for k in range(n):
         row = partial.get_at(k)
-        pieces = [row.extract_pw_aff(_row_space(s)).gist(s.domain) for s in statements]
+        pieces = [row.extract_pw_aff(row_space(s.domain)).gist(s.domain) for s in statements]
         if not any(piece.involves_dims(isl.dim_type.in_, d, 1)
                    for piece, s in zip(pieces, statements) for d in _guarded_dims(s, rows)):
             free.append(k)
@@ -150,11 +151,6 @@ def _guard_free_members(band: isl.ScheduleNode, statements, rows: bool) -> list[
     if free != list(range(len(free))) and not band.band_get_permutable():
         return []
     return free
-
-
-def _row_space(statement) -> isl.Space:
-    """The space of a band member's schedule of ``statement``."""
-    return statement.domain.get_space().from_domain().add_dims(isl.dim_type.out, 1)
 
 
 def _guarded_dims(statement, rows: bool) -> set[int]:

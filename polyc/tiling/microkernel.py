@@ -85,13 +85,19 @@ NARROW_DIRECT_ACCUMULATORS = 16
 # across j, ran the plain loops at 1.8 GFLOP/s).
 ACCUMULATORS = 24
 FEW_ROWS_VECTORS = 8
-# Run in parallel, a contraction has up to this many column blocks (nc) of whole
-# register tiles, so that the outermost loop splits the columns (and B's panels)
-# between the threads once per call, unless it has a single k block and twice as many
-# row tiles (a direct conv: output rows), which the threads then split. Otherwise they
-# would split the row tiles inside every k block (3x3 conv 512ch at 7x7, 2 threads:
-# 1.01 ms with nc = 512, its 7 output rows split 4 + 3 in each of 19 k blocks; 0.86 ms
-# with nc = 128; onnxruntime 0.78 ms).
+# Run in parallel, a contraction has at least this many column blocks (nc) of whole
+# register tiles when it has as many tiles (the fewest blocks that makes), so that the
+# outermost loop splits the columns (and B's panels) between the threads once per call,
+# unless it has a single k block and twice as many row tiles (a direct conv: output
+# rows), which the threads then split. Otherwise they would split the row tiles inside
+# every k block (3x3 conv 512ch at 7x7, 2 threads: 1.01 ms with nc = 512, its 7 output
+# rows split 4 + 3 in each of 19 k blocks; 0.86 ms with nc = 128; onnxruntime 0.78
+# ms). When the best register tile for the shape leaves fewer column tiles and another
+# divides the columns as exactly, that one is taken. 1x1 convs at 7x7, 2 threads
+# (EfficientNet's projections 1152 -> 192): a product 0.131 ms with 6x64 tiles (3
+# column blocks; the threads split 9 row tiles in each of 15 blocks), 0.109 ms with 8x48
+# (4 blocks, split once), onnxruntime 0.172 ms; in the model (7x32 direct tiles) 6
+# blocks of 32 columns, not 3 of 64: 0.19-0.22 -> 0.15 ms each.
 PARALLEL_COLUMN_BLOCKS = 4
 
 
@@ -149,7 +155,9 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     - ``kc`` = :data:`KC`, measured best on this machine kind (256 to 512 were within
       noise; 96 and 128 lost 30%), or the whole reduction when shorter;
     - ``nc`` so the packed block ``kc x nc`` fills half of L2, reused by every row tile,
-      and, ``parallel``, the columns make up to :data:`PARALLEL_COLUMN_BLOCKS` blocks;
+      and, ``parallel``, the columns make at least :data:`PARALLEL_COLUMN_BLOCKS`
+      blocks (when there are as many register tiles; a narrower tile is taken when
+      that makes enough);
     - ``mc`` so a block of A ``mc x kc`` fills an eighth of L2 (row tiles per block;
       with column tiles inside row tiles it matters little).
 
@@ -168,6 +176,11 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
                  if m % t[0] == 0 and columns(t) == 0]
         if exact:
             mr, nr = max(exact, key=lambda t: t[0] * t[1])
+    if parallel and not c.inner and n // nr < PARALLEL_COLUMN_BLOCKS and columns((mr, nr)) == 0:
+        split = [t for t in tiles if columns(t) == 0 and n // t[1] >= PARALLEL_COLUMN_BLOCKS
+                 and m % t[0] <= m % mr]
+        if split:  # the widest tile whose columns the threads split
+            mr, nr = max(split, key=lambda t: t[1])
     if m < min(t[0] for t in tiles) and n >= LANES and (k >= KC or not c.b_contiguous):
         mr, nr = m, LANES * max(1, min(FEW_ROWS_VECTORS, ACCUMULATORS // m, n // LANES))
     if c.direct:  # a direct conv, its weights packed
@@ -186,7 +199,7 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     rows_inside = c.direct and c.shared_rows
     if parallel and (k > kc or rows_inside or -(-m // mr) < 2 * PARALLEL_COLUMN_BLOCKS):
         tiles = -(-n // nr)
-        nc = min(nc, nr * -(-tiles // PARALLEL_COLUMN_BLOCKS))
+        nc = min(nc, nr * max(1, tiles // PARALLEL_COLUMN_BLOCKS))
     mc = _fit(caches.l2 // 16 // (steps * FLOAT_BYTES), mr, m)
     return Blocking(mr, nr, mc, nc, kc)
 
