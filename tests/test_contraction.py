@@ -8,6 +8,8 @@ onnxruntime or numpy. Every compile here runs the legality checker on the final,
 packed schedule (``check=True`` is the default).
 """
 
+import re
+
 import islpy as isl
 import numpy as np
 import pytest
@@ -179,6 +181,29 @@ def test_blocking_for_threads_takes_a_tile_that_splits_the_columns():
     expected = run_onnxruntime(model, inputs)["y"]  # largest output
     np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL,
                                atol=1e-5 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_transposed_operand_is_packed_a_vector_of_its_rows_at_a_time(transposed):
+    """B = b^T (attention's K^T) is gathered, 16 rows of b per vector: the packing
+    copy runs the panel's rows (the reduction, 29) inside each vector of columns, so
+    the 16 lines of b a vector reads serve all of them; a B read along the lanes is
+    copied row by row, a row's vectors inside. Results match onnxruntime."""
+    nodes = [helper.make_node("MatMul", ["a", "bt" if transposed else "b"], ["y"])]
+    if transposed:
+        nodes.insert(0, helper.make_node("Transpose", ["b"], ["bt"], perm=[1, 0]))
+    model = make_model(nodes, [("a", [37, 29]), ("b", [70, 29] if transposed else [29, 70])],
+                       ["y"])
+    compiled = polyc.compile(model, threads=1)
+    lines = compiled.inspect().split("== LOOPS ==")[1].splitlines()
+    at = next(k for k, line in enumerate(lines) if "_pack(" in line)
+    assert lines[at - 2].strip() == "// vector"
+    inner, outer = lines[at - 3], lines[at - 4]  # the two loops around the vector
+    rows = re.compile(r"for \(int c\d+ = 0; c\d+ <= 28; ")
+    assert bool(rows.search(inner)) == transposed and bool(rows.search(outer)) != transposed
+    inputs = random_inputs(model, seed=1)
+    expected = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
 
 
 @pytest.mark.parametrize("m", [2, 4])
