@@ -21,17 +21,24 @@ import time
 from pathlib import Path
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+# OpenBLAS's idle threads (numpy's) poll for 2^28 cycles by default, a tenth of a second
+# after each call: interleaved with them on two CPUs, polyc and onnxruntime ran on one
+# (2 threads, fifteenth session: matmul 1024^3 polyc 21.95 ms, onnxruntime 24.52, numpy
+# 10.95; with 2^4 cycles 12.44, 12.42, 12.63). The shortest wait OpenBLAS allows.
+OPENBLAS_WAIT = ("OPENBLAS_THREAD_TIMEOUT", "4")
 
 
 def pin_threads(argv) -> None:
     """In a worker (``--worker --threads N``), set every thread-count variable to N.
     OpenMP's wait policy is left to polyc (:mod:`polyc.runtime.openmp` bounds libgomp's
     spinning unless the user sets it), so benchmarks time what users get; onnxruntime's
-    idle threads do not spin either (:func:`onnxruntime_session`)."""
+    idle threads do not spin either (:func:`onnxruntime_session`), nor numpy's OpenBLAS
+    threads for long (:data:`OPENBLAS_WAIT`, unless set)."""
     if "--worker" in argv and "--threads" in argv:
         count = argv[argv.index("--threads") + 1]
         for name in THREAD_VARIABLES:
             os.environ[name] = count
+        os.environ.setdefault(*OPENBLAS_WAIT)
 
 
 def thread_counts(text: str) -> list[int]:
