@@ -87,9 +87,6 @@ def _split(scop: Scop, node: isl.ScheduleNode, notes: list[str]) -> isl.Schedule
         filters = filters.add(part)
     depth = node.get_tree_depth()
     node, kept = _around_parts(node, statements, rows)
-    if kept:
-        notes.append(f"{', '.join(names)}: {' and '.join(kept)} (no bounded read depends "
-                     "on them) kept around the parts")
     what = "interior rows" if rows else "interior"
     if interior.is_empty():
         notes.append(f"{', '.join(names)}: split into {len(cells)} parts (bounded reads "
@@ -98,6 +95,9 @@ def _split(scop: Scop, node: isl.ScheduleNode, notes: list[str]) -> isl.Schedule
         notes.append(f"{', '.join(names)}: {what} split from {len(cells)} border "
                      f"part{'s' if len(cells) > 1 else ''} (bounded reads unguarded inside"
                      f"{', masked along rows' if rows else ''})")
+    if kept:
+        notes.append(f"{', '.join(names)}: {' and '.join(kept)} (no bounded read depends "
+                     "on them) kept around the parts")
     node = node.insert_sequence(filters)
     while node.get_tree_depth() > depth:
         node = node.parent()
@@ -137,12 +137,13 @@ def _guard_free_members(band: isl.ScheduleNode, statements, rows: bool) -> list[
     find them in L1."""
     n = band.band_n_member()
     partial = band.band_get_partial_schedule()
+    guarded = [_guarded_dims(s, rows) for s in statements]
     free = []
     for k in range(n):
         row = partial.get_at(k)
         pieces = [row.extract_pw_aff(row_space(s.domain)).gist(s.domain) for s in statements]
         if not any(piece.involves_dims(isl.dim_type.in_, d, 1)
-                   for piece, s in zip(pieces, statements) for d in _guarded_dims(s, rows)):
+                   for piece, dims in zip(pieces, guarded) for d in dims):
             free.append(k)
     if band.child(0).get_type() != isl.schedule_node_type.band and n - 1 in free:
         free.remove(n - 1)  # (the innermost loop: stride 1, vectorized)
