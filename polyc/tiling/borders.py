@@ -39,6 +39,7 @@ from polyc.islutil import (
     union_of,
     union_sets,
 )
+from polyc.scheduler.base import group_dependences
 from polyc.scop.model import Scop
 from polyc.tiling.order import coefficients
 
@@ -74,8 +75,7 @@ def _split(scop: Scop, node: isl.ScheduleNode, notes: list[str]) -> isl.Schedule
         interior, border = _parts(scop, statements, domain, rows)
     if border.is_empty():
         return node
-    deps = scop.dependences.all.intersect_domain(domain).intersect_range(domain)
-    if not deps.is_empty():
+    if not group_dependences(scop, domain).is_empty():
         return node
     small = interior.is_empty() or _share(interior, domain) < MIN_INTERIOR
     cells = _cells(border, statements, rows, MAX_SMALL_CELLS if small else MAX_CELLS)
@@ -110,9 +110,10 @@ def _around_parts(band: isl.ScheduleNode, statements, rows: bool
     the members on which no guard depends (:func:`_guard_free_members`), through a
     whole tile band into its point band."""
     kept: list[str] = []
+    guarded = [_guarded_dims(s, rows) for s in statements]
     while True:
         n = band.band_n_member()
-        free = _guard_free_members(band, statements, rows)
+        free = _guard_free_members(band, statements, guarded)
         if free:
             tiles = band.child(0).get_type() == isl.schedule_node_type.band
             kept.append(f"{'tile ' if tiles else ''}band members {tuple(free)}")
@@ -127,17 +128,17 @@ def _around_parts(band: isl.ScheduleNode, statements, rows: bool
     return band.band_split(len(free)).child(0), kept
 
 
-def _guard_free_members(band: isl.ScheduleNode, statements, rows: bool) -> list[int]:
-    """The members of ``band`` on which no guard of its statements depends (with
-    ``rows``, their row guards), when the band may be permuted to put them first; its
-    innermost member stays inside unless a band lies below it (the point loops of a
-    tile band). The parts of the split then run inside their loops. A 5x5 depthwise conv
+def _guard_free_members(band: isl.ScheduleNode, statements, guarded: list[set[int]]
+                        ) -> list[int]:
+    """The members of ``band`` on which no guard of its statements depends (``guarded``:
+    each statement's :func:`_guarded_dims`), when the band may be permuted to put them
+    first; its innermost member stays inside unless a band lies below it (the point
+    loops of a tile band). The parts of the split then run inside their loops. A 5x5 depthwise conv
     over 1152 channels at 7x7 has 25 parts, each of which swept all 72 channel blocks:
     25 passes over its weights and input from L2, where the parts of one channel block
     find them in L1."""
     n = band.band_n_member()
     partial = band.band_get_partial_schedule()
-    guarded = [_guarded_dims(s, rows) for s in statements]
     free = []
     for k in range(n):
         row = partial.get_at(k)

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from polyc.islutil import multi_union, union_maps, union_sets
+from polyc.scheduler.base import group_dependences
 from polyc.scheduler.notation import format_aff
 from polyc.scheduler.pluto import concurrent_start, is_time_row
 from polyc.scheduler.tree import row_aff
@@ -211,7 +212,7 @@ def _live_dependences(scop: Scop, band: isl.ScheduleNode) -> isl.UnionMap:
     Kept parametric (not at the bound values): Farkas' lemma on heat-3d's at T=3, N=8
     took a minute, on the parametric ones 0.7 s."""
     domain = band.get_domain()
-    deps = scop.dependences.all.intersect_domain(domain).intersect_range(domain)
+    deps = group_dependences(scop, domain)
     prefix = band.get_prefix_schedule_union_map()
     if all(m.dim(isl.dim_type.out) == 0 for m in union_maps(prefix)):
         return deps
