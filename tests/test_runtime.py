@@ -204,6 +204,41 @@ def test_outputs_nothing_references_are_reused(runner, jit_model, artifact_path)
     assert_matches(fourth, inputs[3])
     np.testing.assert_allclose(view, expected(inputs[2])["y"][3:], rtol=RTOL, atol=1e-6)
     np.testing.assert_array_equal(held["y"], kept)
+    z, z_kept = fourth["z"], fourth["z"].copy()
+    y_address = fourth["y"].ctypes.data
+    del fourth
+    fifth = model.run(inputs[0])  # only z is held: z new, y reused
+    assert fifth["y"].ctypes.data == y_address and fifth["z"] is not z
+    assert_matches(fifth, inputs[0])
+    np.testing.assert_array_equal(z, z_kept)
+
+
+@pytest.mark.parametrize("runner", ["jit", "artifact"])
+def test_threads_run_one_model_concurrently(runner, jit_model, artifact_path):
+    """Each thread has its own outputs and scratch: two threads calling one model at
+    the same time both get their own inputs' results, through the quick path (a dict
+    of exactly the model's arrays) and the checked one (another mapping)."""
+    import threading
+    from types import MappingProxyType
+
+    model = jit_model if runner == "jit" else polyc.load(artifact_path)
+    inputs = [random_inputs(seed) for seed in (20, 21)]
+    wrong = []
+
+    def calls(k: int) -> None:
+        for i in range(200):
+            given = inputs[k] if i % 2 else MappingProxyType(inputs[k])
+            got = model.run(given)
+            want = expected(inputs[k])
+            if not all(np.allclose(got[n], want[n], rtol=RTOL, atol=1e-6) for n in want):
+                wrong.append((k, i))
+
+    threads = [threading.Thread(target=calls, args=(k,)) for k in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
 
 
 # --- input checks -----------------------------------------------------------------------
