@@ -44,7 +44,7 @@ REFERENCES = {
     "sigmoid": _sigmoid64,
     "erf": np.frompyfunc(math.erf, 1, 1),
 }
-MAX_ULP = {"exp": 1.011, "log": 0.827, "tanh": 1.331, "sigmoid": 2.402, "erf": 1.083}
+MAX_ULP = {"exp": 1.062, "log": 0.827, "tanh": 1.364, "sigmoid": 3.149, "erf": 1.118}
 
 
 def _positive_bits(rng, size, lo, hi):
@@ -184,9 +184,10 @@ FUNCTIONS = list(MAX_ULP)
 # --- accuracy ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", FUNCTIONS)
-def test_max_ulp_error_on_a_dense_sweep(name):
+@pytest.mark.parametrize("form", ["loop", "vector"])
+def test_max_ulp_error_on_a_dense_sweep(name, form):
     x = _sweep(name, np.random.default_rng(0))
-    y = compiled(name).loop(x)
+    y = getattr(compiled(name), form)(x)
     error = _ulp_error(y, _reference(name, x))
     worst = int(np.argmax(error))
     assert error[worst] <= MAX_ULP[name], f"{name}({x[worst]!r}) = {y[worst]!r}"
@@ -205,11 +206,20 @@ def test_special_values_in_every_form(name):
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
-def test_explicit_vector_form_matches_the_loop_bit_for_bit(name):
+def test_explicit_vector_form_matches_the_loop(name):
+    """Bit for bit, but where exp takes its table form (16 lanes on AVX-512F hosts):
+    there the 16-lane form of the functions built on exp is another approximation
+    (each form within the bound, see the sweep) and the forms differ in the last bits."""
     x = _sweep(name, np.random.default_rng(1))[::16][:16 * 2048]
     function = compiled(name)
-    np.testing.assert_array_equal(function.vector(x).view(np.int32),
-                                  function.loop(x).view(np.int32))
+    vector, loop = function.vector(x), function.loop(x)
+    if name == "log" or not vecmath._table_form(VEC):
+        np.testing.assert_array_equal(vector.view(np.int32), loop.view(np.int32))
+    else:
+        exact = _reference(name, x)
+        assert (vector != loop).any()
+        assert (_ulp_error(vector, exact) <= MAX_ULP[name]).all()
+        assert (_ulp_error(loop, exact) <= MAX_ULP[name]).all()
 
 
 EXACT = {  # name -> [(x, f(x))]: infinities, zeros with their sign, saturation
