@@ -254,6 +254,27 @@ def test_short_inner_loops_get_unroll_disable_hints(make, cols, hinted):
     np.testing.assert_allclose(compiled.run(inputs)["y"], expected["y"], rtol=RTOL, atol=ATOL)
 
 
+def _depthwise_silu(width: int):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], group=8, pads=[1, 1, 1, 1]),
+             helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["c", "s"], ["y"])]
+    w = np.random.default_rng(4).standard_normal((8, 1, 3, 3)).astype(np.float32)
+    return make_model(nodes, [("x", [1, 8, 12, width])], ["y"], initializers=[("w", w)])
+
+
+@pytest.mark.parametrize("width, hinted", [(112, True), (160, False)])
+def test_short_vector_loops_with_masked_reads_are_unrolled(width, hinted):
+    """A row of a 3x3 depthwise conv + SiLU, its reads masked lane by lane at the row's
+    ends: its vector loop carries ``llvm.loop.unroll.full`` when it has at most 8 whole
+    vectors (112 = 7 vectors; 160 = 10 keep the loop), so the masks become constants;
+    results match onnxruntime."""
+    model = _depthwise_silu(width)
+    compiled = polyc.compile(model, threads=1)
+    assert ("llvm.loop.unroll.full" in compiled.compilation.llvm_ir) == hinted
+    inputs = random_inputs(model, seed=5)
+    expected = run_onnxruntime(model, inputs)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected["y"], rtol=RTOL, atol=ATOL)
+
+
 def _row_sum_nest(last: bool):
     """C[r] = sum of A[r, :] * 2 (copied through B) with a statement fused into the
     row's loop at one column: C's initialisation at the first (which may go first), or
