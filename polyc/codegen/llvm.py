@@ -202,15 +202,16 @@ def loop_hints(module: ir.Module, *, vectorize: bool = True) -> ir.MDValue:
     else:
         hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
                                     ir.Constant(I1, 0)])
-    count = len(module.metadata)
-    loop_id = module.add_metadata([hint, ir.MetaDataString(module, f"polyc.loop.{count}")])
-    loop_id.operands = (loop_id, *loop_id.operands)
-    return loop_id
+    return _loop_id(module, hint)
 
 
 def unroll_hint(module: ir.Module) -> ir.MDValue:
     """A fresh ``llvm.loop`` id asking LLVM to unroll the loop fully."""
-    hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.full")])
+    return _loop_id(module, module.add_metadata(
+        [ir.MetaDataString(module, "llvm.loop.unroll.full")]))
+
+
+def _loop_id(module: ir.Module, hint: ir.MDValue) -> ir.MDValue:
     count = len(module.metadata)
     loop_id = module.add_metadata([hint, ir.MetaDataString(module, f"polyc.loop.{count}")])
     loop_id.operands = (loop_id, *loop_id.operands)
