@@ -520,6 +520,17 @@ def test_depthwise_conv_is_one_map_with_its_window_summed():
     assert len(reads) == 9 and sum(r.bounded for r in reads) == 5  # row 0 or column 0
 
 
+def test_long_window_sums_keep_their_partial_sums():
+    """A 5x5 depthwise conv's 25 taps are summed as 4 interleaved partial sums whose
+    adds carry no ``reassoc`` flag (LLVM would chain them again), FMA contraction
+    allowed; the result matches onnxruntime."""
+    model = single_node_model("Conv", (1, 4, 12, 20), [weight("w", (4, 1, 5, 5), 1)],
+                              group=4, pads=[2, 2, 2, 2])
+    adds = re.findall(r"= fadd ([a-z ]*)<", polyc.compile(model).compilation.llvm_ir)
+    assert len(adds) >= 24 and all("reassoc" not in a and "contract" in a for a in adds)
+    assert_matches(model)
+
+
 def _reads(expr):
     if hasattr(expr, "tensor"):
         return [expr]

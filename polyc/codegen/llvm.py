@@ -44,7 +44,10 @@ ENTRY = "polyc_main"
 # (or FMAs), whose latency (25 x 4 cycles for a 5x5 depthwise conv) then bounds the loop
 # as much as its throughput. 5x5 depthwise conv + SiLU, 672 channels at 14x14 inside a
 # block (x, 1x1 conv, the conv, 1x1 conv): 0.175 -> 0.161 ms, the block 0.812 -> 0.783
-# (2 chains 0.791); efficientnet 10.60 -> 10.42 ms, one thread.
+# (2 chains 0.791); efficientnet 10.60 -> 10.42 ms, one thread. Their adds carry no
+# ``reassoc`` flag: with it LLVM's reassociation made one chain of most of the sum again
+# (3x3 depthwise conv + SiLU, 32 channels at 112x112, 0.193 -> 0.178 ms without it;
+# efficientnet 10.11 -> 9.96 ms).
 LONG_SUM = 8
 SUM_CHAINS = 4
 
@@ -735,8 +738,10 @@ class _LoopEmitter:
         """The sum of ``terms`` (values and dtypes) as SUM_CHAINS interleaved partial
         sums, then added pairwise (see LONG_SUM)."""
         def add(x, y):
-            return scalars.call(self.builder, "add", [x[0], y[0]], (x[1], y[1])), \
-                result_dtype("add", (x[1], y[1]))
+            value = scalars.call(self.builder, "add", [x[0], y[0]], (x[1], y[1]))
+            if "reassoc" in getattr(value, "flags", ()):
+                value.flags.remove("reassoc")  # (LLVM would make one chain again)
+            return value, result_dtype("add", (x[1], y[1]))
 
         sums = []
         for chain in range(SUM_CHAINS):
