@@ -60,6 +60,28 @@ def test_small_bands_are_one_tile_and_tiling_can_be_turned_off():
     assert off.schedule.decisions[-1] == "tiling: off"
 
 
+def _last_layer(rows: int, inner: int):
+    """``y = x @ w.T`` (a classifier of 10 classes, Gemm with transB) that the contraction
+    recipe does not take (fewer columns than a vector)."""
+    w = (np.random.default_rng(6).standard_normal((10, inner)) / inner).astype(np.float32)
+    node = helper.make_node("Gemm", ["x", "w"], ["y"], transB=1)
+    return make_model([node], [("x", [rows, inner])], ["y"], initializers=[("w", w)])
+
+
+@pytest.mark.parametrize("rows, inner, one_tile", [(8, 256, True), (64, 1024, False)])
+def test_bands_whose_arrays_fit_in_l1_are_one_tile(rows, inner, one_tile):
+    """8x256 @ 256x10 (18 KB of arrays) runs its loops untiled, as one tile whatever
+    the tile size; 64x1024 @ 1024x10 (296 KB) is tiled; both match onnxruntime."""
+    model = _last_layer(rows, inner)
+    compiled = polyc.compile(model, threads=1)
+    decisions = [d for d in compiled.schedule.decisions if "gemm_update" in d]
+    assert any("(its arrays fit in L1)" in d for d in decisions) == one_tile
+    assert any(": tiles " in d for d in decisions) != one_tile
+    inputs = random_inputs(model, seed=7)
+    expected = run_onnxruntime(model, inputs)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected["y"], rtol=RTOL, atol=ATOL)
+
+
 @pytest.mark.parametrize("name", list(MODELS))
 def test_tiled_models_match_onnxruntime(name):
     model = MODELS[name]()
