@@ -220,15 +220,15 @@ DIRECT_CASES = {  # output channels in whole vectors
 def test_direct_conv_with_channels_in_the_lanes(case, threads):
     """A direct conv to a multiple of 16 channels computes Yt[n, oh, ow, m]: weights
     packed at compile time with the kernel loops (c, kh, kw) inside the register tile
-    of 6 to 8 pixels x 32 channels; the output is that tensor, stored channels-last,
-    so the Relu before the graph output (NCHW) joins the copy that transposes it, tiled
-    as a transpose; results match onnxruntime. (The 7x7 case would run by Winograd:
-    ``winograd="off"``.)"""
+    of 6 to 8 pixels x 32 channels (16 for 48); the output is that tensor, stored
+    channels-last, so the Relu before the graph output (NCHW) joins the copy that
+    transposes it, tiled as a transpose; results match onnxruntime. (The 7x7 case would
+    run by Winograd: ``winograd="off"``.)"""
     model = _conv_relu(*DIRECT_CASES[case])
     compiled = polyc.compile(model, threads=threads, winograd="off")
     decisions = compiled.schedule.decisions
     assert any(re.match(r"tiling: contraction S\d_conv_transposed_update: w packed into "
-                        r"w_packed at compile time, register tile [2-8]x32", d)
+                        r"w_packed at compile time, register tile [2-8]x(16|32),", d)
                and "_relu" not in d for d in decisions)
     assert any(re.match(r"tiling: band of S\d_copy: tiles (1x)?64x(1x)?112", d) for d in decisions)
     assert "im2col" not in str(compiled.compilation.scop)
@@ -416,14 +416,14 @@ def test_strided_conv_to_channels_short_of_whole_vectors_is_direct_and_padded(bi
 
 
 @pytest.mark.parametrize("channels, width, tile", [
-    (16, 48, "16x16"), (32, 48, "8x32"), (48, 42, "7x32"), (80, 36, "6x32"), (64, 16, "8x32"),
-    (32, 4, "2x32")])
+    (16, 48, "16x16"), (32, 48, "8x32"), (48, 42, "7x16"), (80, 36, "6x16"), (64, 16, "8x32"),
+    (96, 24, "6x32"), (32, 4, "2x32")])
 def test_direct_conv_tile_fits_the_output_rows(channels, width, tile):
     """A 16-channel conv: a tile as wide as the channels, with more pixel rows (16
-    accumulators); more channels: 32 wide (48 and 80: a partial tile of 16 columns),
-    with 6, 7 or 8 rows, whichever leaves fewest to a partial tile of the output row
-    (24, 21, 18 and 8 columns), and no more than the row has (2 columns, 2 rows);
-    results match onnxruntime."""
+    accumulators); more channels: 32 wide, or 16 when 32 would leave a last tile of 16
+    columns (48 and 80 channels), with 6, 7 or 8 rows, whichever leaves fewest to a
+    partial tile of the output row (24, 21, 18, 8 and 12 columns), and no more than the
+    row has (2 columns, 2 rows); results match onnxruntime."""
     model = _conv_relu((1, 3, 50, width), (channels, 3, 3, 3),
                        {"strides": [2, 2], "pads": [1, 1, 1, 1]}, True)
     compiled = polyc.compile(model)

@@ -71,6 +71,13 @@ FEW_ROW_TILES = 4
 # 1.00, 0.97, 0.98, 0.98). With 6x64 LLVM spilled an accumulator.
 PACKED_DIRECT_ROWS = (7, 8, 6)
 PACKED_DIRECT_COLUMNS = 32
+# Channels that leave one vector to a last tile (48, 80, 144, 240...) take tiles one
+# vector wide: the partial tile's masked half had cost its FMAs (a 1x1 conv 16 -> 72
+# channels, rounded to 80, at 56x56 + Relu: 97-102 us with 7x32 tiles, 85 us with
+# 8x16). 1 thread, each model's artifacts with and without interleaved with
+# onnxruntime: mobilenetv3 1.80 -> 1.72 and 1.90 -> 1.84 ms, mobilenetv2 6.70 -> 6.58
+# and 6.50 -> 6.44, efficientnet 10.43 -> 10.27 (2 threads: mobilenetv3 1.36 -> 1.29,
+# efficientnet 6.80 -> 6.82).
 # With fewer output channels than its columns, the tile is as many vectors wide as they
 # fill, and this many accumulators: 16x16 (3x3 stride-2 convs + Relu, 1 thread,
 # time over onnxruntime's: 3->16 channels at 320x320 1.09-1.12 with 8 or 16 rows, 1.25
@@ -141,8 +148,9 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     - the register tile that leaves the fewest columns (then rows) to partial tiles
       (of :data:`SYMBOLIC_ROW_TILES` when the rows are symbolic); rows first with
       inner reductions (a direct convolution), :data:`PACKED_DIRECT_ROWS` x
-      :data:`PACKED_DIRECT_COLUMNS` when its weights are packed (narrower for fewer
-      channels: :data:`NARROW_DIRECT_ACCUMULATORS`);
+      :data:`PACKED_DIRECT_COLUMNS` when its weights are packed (one vector wide when
+      that would leave a last tile of one vector; narrower for fewer channels:
+      :data:`NARROW_DIRECT_ACCUMULATORS`);
       all the rows when there are fewer than any tile has and at least :data:`KC`
       reduction steps (see :data:`ACCUMULATORS`);
     - with inner reductions (a direct convolution: ``k`` its input channels), all of
@@ -185,7 +193,8 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
         mr, nr = m, LANES * max(1, min(FEW_ROWS_VECTORS, ACCUMULATORS // m, n // LANES))
     if c.direct:  # a direct conv, its weights packed
         if n >= PACKED_DIRECT_COLUMNS:
-            nr = PACKED_DIRECT_COLUMNS
+            half = n % PACKED_DIRECT_COLUMNS == LANES  # (a last tile of one vector)
+            nr = LANES if half else PACKED_DIRECT_COLUMNS
             mr = min(PACKED_DIRECT_ROWS, key=lambda r: -(-m // r) * r)
         else:  # fewer channels: a narrower tile, more pixels
             nr = max(n // LANES, 1) * LANES
