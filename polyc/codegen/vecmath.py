@@ -134,6 +134,8 @@ def scalef_available() -> bool:
 
 
 def _has_avx512f() -> bool:
+    """Whether the host has AVX-512F (:func:`scalef_available` is the switch the tests
+    turn off for exp's portable scaling; its table form does not follow it)."""
     _, features = target.host_cpu()
     return "+avx512f" in features.split(",")
 
