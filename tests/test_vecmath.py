@@ -45,6 +45,14 @@ REFERENCES = {
     "erf": np.frompyfunc(math.erf, 1, 1),
 }
 MAX_ULP = {"exp": 1.062, "log": 0.827, "tanh": 1.364, "sigmoid": 3.149, "erf": 1.118}
+# Cephes' form of exp (every form but 16 lanes on AVX-512F hosts) keeps its own bounds
+CEPHES_ULP = {"exp": 1.011, "log": 0.827, "tanh": 1.331, "sigmoid": 2.402, "erf": 1.083}
+
+
+def _bound(name: str, form: str) -> float:
+    """The bound of ``name`` in ``form`` (``loop``, ``scalar`` or ``vector``) here."""
+    table = form == "vector" and vecmath._table_form(VEC)
+    return (MAX_ULP if table else CEPHES_ULP)[name]
 
 
 def _positive_bits(rng, size, lo, hi):
@@ -190,7 +198,7 @@ def test_max_ulp_error_on_a_dense_sweep(name, form):
     y = getattr(compiled(name), form)(x)
     error = _ulp_error(y, _reference(name, x))
     worst = int(np.argmax(error))
-    assert error[worst] <= MAX_ULP[name], f"{name}({x[worst]!r}) = {y[worst]!r}"
+    assert error[worst] <= _bound(name, form), f"{name}({x[worst]!r}) = {y[worst]!r}"
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
@@ -201,7 +209,7 @@ def test_special_values_in_every_form(name):
     for form in (function.loop, function.scalar, function.vector):
         y = form(SPECIAL)
         error = _ulp_error(y, exact)
-        bad = error > MAX_ULP[name]
+        bad = error > _bound(name, form.__name__)
         assert not bad.any(), f"{name} {form.__name__}: {dict(zip(SPECIAL[bad], y[bad]))}"
 
 
@@ -218,8 +226,8 @@ def test_explicit_vector_form_matches_the_loop(name):
     else:
         exact = _reference(name, x)
         assert (vector != loop).any()
-        assert (_ulp_error(vector, exact) <= MAX_ULP[name]).all()
-        assert (_ulp_error(loop, exact) <= MAX_ULP[name]).all()
+        assert (_ulp_error(vector, exact) <= _bound(name, "vector")).all()
+        assert (_ulp_error(loop, exact) <= _bound(name, "loop")).all()
 
 
 EXACT = {  # name -> [(x, f(x))]: infinities, zeros with their sign, saturation

@@ -15,11 +15,9 @@ its first two tile loops, so the second one is parallel.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 import islpy as isl
-import numpy as np
 
 from polyc.codegen.transpose import MARK as TRANSPOSE_MARK
 from polyc.codegen.vector import LANES
@@ -294,14 +292,10 @@ def _fits_l1(scop: Scop, statements: set[str]) -> bool:
     208 took 2.7 us, untiled 1.2 us)."""
     if any(r.guard is not None for name in statements for r in scop.statement(name).reads):
         return False
-    arrays = {a for name in statements for a in _arrays(scop, name)}
-    total = 0
-    for name in arrays:
-        array = scop.array(name)
-        if not all(isinstance(d, int) for d in array.shape):
-            return False
-        total += math.prod(array.shape) * np.dtype(array.dtype).itemsize
-    return total <= host_caches().l1
+    arrays = [scop.array(a) for a in {a for name in statements for a in _arrays(scop, name)}]
+    if any(array.symbolic for array in arrays):
+        return False
+    return sum(array.nbytes for array in arrays) <= host_caches().l1
 
 
 def _arrays(scop: Scop, name: str) -> set[str]:
