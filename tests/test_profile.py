@@ -63,7 +63,8 @@ def test_timers_only_when_asked(model, compiled):
     assert "profile" not in plain.manifest
     assert "clock_gettime" in compiled.compilation.llvm_ir
     parts = compiled.manifest["profile"]
-    assert parts and all(set(p) == {"statements", "nodes", "flops", "bytes"} for p in parts)
+    assert parts and all(set(p) == {"statements", "nodes", "inlined", "flops", "bytes"}
+                         for p in parts)
 
 
 def test_rows_name_nodes_and_count_flops(model, compiled):
@@ -143,6 +144,41 @@ def test_parts_sharing_nodes_are_one_row():
     rows = _rows(parts, np.array([1.0, 2.0, 3.0, 4.0]), {"conv": 0.5, "add": 0.25})
     assert [(r.parts, r.nodes, r.seconds, r.flops, r.onnxruntime) for r in rows] == [
         ((0, 1, 2), ("conv", "relu"), 6.0, 12, 0.5), ((3,), ("add",), 4.0, 1, 0.25)]
+
+
+def test_inlined_nodes_join_the_row_that_alone_computes_them():
+    """A producer inlined into one row's statements is that row's node too (onnxruntime
+    times it); one inlined into two rows, or computed by a row of its own, is not added."""
+    parts = [{"statements": ["S0"], "nodes": ["mul"], "inlined": ["dw", "sigmoid"],
+              "flops": 3, "bytes": 1},
+             {"statements": ["S1"], "nodes": ["add"], "inlined": ["bias", "sigmoid"],
+              "flops": 1, "bytes": 1},
+             {"statements": ["S2"], "nodes": ["bias"], "flops": 1, "bytes": 1}]
+    times = {"dw": 0.5, "sigmoid": 0.25, "mul": 0.125, "add": 0.0625, "bias": 1.0}
+    rows = _rows(parts, np.array([1.0, 2.0, 3.0]), times)
+    assert [(r.nodes, r.onnxruntime) for r in rows] == [
+        (("dw", "mul"), 0.625), (("add",), 0.0625), (("bias",), 1.0)]
+
+
+def test_a_depthwise_conv_inlined_into_silu_is_matched_to_its_nodes():
+    """Depthwise conv, Sigmoid and Mul (SiLU) are one statement: its profile row names
+    all three nodes and carries onnxruntime's time for them; results match."""
+    rng = np.random.default_rng(4)
+    weights = [("w", rng.standard_normal((16, 1, 3, 3)).astype(np.float32)),
+               ("b", rng.standard_normal(16).astype(np.float32))]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="dw", group=16,
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Sigmoid", ["c"], ["s"], name="sigmoid"),
+             helper.make_node("Mul", ["c", "s"], ["y"], name="mul")]
+    model = make_model(nodes, [("x", [1, 16, 20, 20])], ["y"], initializers=weights)
+    compiled = polyc.compile(model, profile=True, threads=1)
+    inputs = random_inputs(model, 5)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL * 10, atol=ATOL * 10)
+    (part,) = compiled.manifest["profile"]
+    assert (part["nodes"], part["inlined"]) == (["mul"], ["dw", "sigmoid"])
+    (row,) = compiled.profile(inputs, repeat=2).rows
+    assert row.nodes == ("dw", "sigmoid", "mul") and row.onnxruntime is not None
 
 
 def test_onnxruntime_names_map_to_onnx_nodes():

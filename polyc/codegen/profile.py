@@ -12,7 +12,9 @@ and the module exports ``int64_t *polyc_profile_counters(void)``, the address of
 counters (nanoseconds per part, summed over calls), which the runtime reads and
 resets (:mod:`polyc.runtime.profile`). Without profiling none of this is emitted: the
 code is the same as before, at no cost. The manifest's ``"profile"`` lists each
-part's statements, ONNX nodes, floating-point operations and bytes (:func:`parts`).
+part's statements, ONNX nodes, the ONNX nodes of producers inlined into its statements
+(a depthwise conv and its Sigmoid computed inside SiLU's Mul), floating-point operations
+and bytes (:func:`parts`).
 
 A part's ``flops`` counts one operation per float arithmetic call of a statement body
 (a multiply-add of a contraction: 2) times its number of instances; ``bytes`` is the
@@ -76,19 +78,22 @@ class Timers:
 
 def parts(scop: Scop, program: LoopProgram, nodes: list[isl.AstNode]) -> list[dict]:
     """What the manifest says of each timed part: ``statements``, ``nodes`` (ONNX node
-    names, program order), ``flops`` and ``bytes`` (see the module docstring). A
-    statement split over several parts is counted in the first."""
+    names, program order), ``inlined`` (the nodes of producers inlined into them, not
+    among ``nodes``), ``flops`` and ``bytes`` (see the module docstring). A statement
+    split over several parts is counted in the first."""
     counted: set[str] = set()
     result = []
     for node in nodes:
         names = list(dict.fromkeys(program.instance(u).statement.name for u in users(node)))
         statements = [scop.statement(n) for n in names]
+        nodes = list(dict.fromkeys(s.node for s in statements if s.node))
         arrays = {a.array for s in statements for a in (s.write, *s.reads)}
         flops = sum(_flops(scop, s) for s in statements if s.name not in counted)
         counted.update(names)
         result.append({
             "statements": names,
-            "nodes": list(dict.fromkeys(s.node for s in statements if s.node)),
+            "nodes": nodes,
+            "inlined": [n for s in statements for n in s.inlined if n not in nodes],
             "flops": int(flops),
             "bytes": int(sum(_nbytes(scop, a) for a in arrays)),
         })

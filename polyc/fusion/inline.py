@@ -210,7 +210,9 @@ def _inline(producer: Statement, consumer: Statement) -> Statement:
         reads.extend(r.pulled_back(to_producer) for r in producer.reads)
         loads[k] = inlined = _renumber(producer.body, lambda j, shift=shift: Load(shift + j))
     body = _renumber(consumer.body, lambda j: loads[j])
-    return replace(consumer, reads=tuple(reads), body=body)
+    nodes = (*producer.inlined, producer.node, *consumer.inlined)
+    inlined = tuple(n for n in dict.fromkeys(nodes) if n and n != consumer.node)
+    return replace(consumer, reads=tuple(reads), body=body, inlined=inlined)
 
 
 def _renumber(body, load):

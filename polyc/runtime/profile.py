@@ -163,7 +163,9 @@ def measure(runner, inputs: Mapping[str, np.ndarray], repeat: int,
 
 def _rows(parts: list[dict], seconds: np.ndarray, node_times: Mapping[str, float]
           ) -> list[Row]:
-    """Parts joined where they share an ONNX node (connected components, program order)."""
+    """Parts joined where they share an ONNX node (connected components, program order).
+    A row also names the nodes inlined into its parts that no other row computes
+    (:func:`_inlined_once`), so that onnxruntime's time for them is matched."""
     owner: dict[str, int] = {}
     groups: list[list[int]] = []
     for k, part in enumerate(parts):
@@ -180,10 +182,12 @@ def _rows(parts: list[dict], seconds: np.ndarray, node_times: Mapping[str, float
         for index in groups[target]:
             for n in parts[index]["nodes"]:
                 owner[n] = target
+    inlined = _inlined_once(parts, groups, owner)
     rows = []
     for members in filter(None, groups):
         members.sort()
-        nodes = tuple(dict.fromkeys(n for k in members for n in parts[k]["nodes"]))
+        nodes = tuple(dict.fromkeys(n for k in members for n in (*inlined.get(k, ()),
+                                                                  *parts[k]["nodes"])))
         matched = [node_times[n] for n in nodes if n in node_times]
         rows.append(Row(tuple(members), nodes,
                         tuple(s for k in members for s in parts[k]["statements"]),
@@ -192,6 +196,21 @@ def _rows(parts: list[dict], seconds: np.ndarray, node_times: Mapping[str, float
                         sum(parts[k]["bytes"] for k in members),
                         sum(matched) if matched else None))
     return rows
+
+
+def _inlined_once(parts: list[dict], groups: list[list[int]], owner: Mapping[str, int]
+                  ) -> dict[int, tuple[str, ...]]:
+    """Per part, the nodes inlined into it (``"inlined"``; none in artifacts older than
+    that key) that no row computes as its own and only its row inlines: a producer
+    inlined into several rows (recomputed in each) is left to none of them."""
+    row_of = {k: g for g, members in enumerate(groups) for k in members}
+    rows_inlining: dict[str, set[int]] = {}
+    for k, part in enumerate(parts):
+        for n in part.get("inlined", ()):
+            rows_inlining.setdefault(n, set()).add(row_of[k])
+    return {k: tuple(n for n in part.get("inlined", ())
+                     if n not in owner and len(rows_inlining[n]) == 1)
+            for k, part in enumerate(parts)}
 
 
 def onnxruntime_times(model, inputs: Mapping[str, np.ndarray], repeat: int,

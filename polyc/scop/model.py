@@ -179,6 +179,7 @@ class Statement:
     body: Body
     op_index: int  # position of the core op it came from
     node: str = ""  # the ONNX node, for messages
+    inlined: tuple[str, ...] = ()  # ONNX nodes of producers inlined into it (profiles)
 
     def __str__(self) -> str:
         return f"{self.name}: W = {self.body}"
