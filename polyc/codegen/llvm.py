@@ -17,13 +17,13 @@ shapes are computed row-major from those values.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import islpy as isl
 import numpy as np
 from llvmlite import ir
 
-from polyc.codegen import parallel, scalars, transpose, vector
+from polyc.codegen import jam, parallel, scalars, sums, transpose, vector
 from polyc.codegen.ast import LoopProgram, Offset, children, parts
 from polyc.codegen.exprs import FAST, I1, I64, int_expr, value_name
 from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
@@ -38,18 +38,6 @@ LANE_BITS = ir.IntType(vector.LANES)  # a lane mask as one integer
 SHORT_LOOP = (16, 32)  # inner loops with this many iterations get loop_hints
 UNROLLED_VECTORS = 8  # a vector loop with guarded reads and at most this many vectors
 ENTRY = "polyc_main"
-# A sum of LONG_SUM terms or more (a window's taps: 9 for 3x3, 25 for 5x5) is computed as
-# SUM_CHAINS partial sums of every SUM_CHAINS-th term, added at the end, unless the float
-# order must be kept (fast_math=False): LLVM keeps the program's chain of dependent adds
-# (or FMAs), whose latency (25 x 4 cycles for a 5x5 depthwise conv) then bounds the loop
-# as much as its throughput. 5x5 depthwise conv + SiLU, 672 channels at 14x14 inside a
-# block (x, 1x1 conv, the conv, 1x1 conv): 0.175 -> 0.161 ms, the block 0.812 -> 0.783
-# (2 chains 0.791); efficientnet 10.60 -> 10.42 ms, one thread. Their adds carry no
-# ``reassoc`` flag: with it LLVM's reassociation made one chain of most of the sum again
-# (3x3 depthwise conv + SiLU, 32 channels at 112x112, 0.193 -> 0.178 ms without it;
-# efficientnet 10.11 -> 9.96 ms).
-LONG_SUM = 8
-SUM_CHAINS = 4
 
 
 def emit_module(scop: Scop, program: LoopProgram, plan: BufferPlan, *,
@@ -221,13 +209,6 @@ def _loop_id(module: ir.Module, hint: ir.MDValue) -> ir.MDValue:
     return loop_id
 
 
-def _terms(expr) -> list:
-    """The terms of a chain of ``add`` calls ``add(add(a, b), c)``: ``[a, b, c]``."""
-    if isinstance(expr, Call) and expr.fn == "add":
-        return _terms(expr.args[0]) + _terms(expr.args[1])
-    return [expr]
-
-
 def _lane_by_lane(instance, iterator: str) -> bool:
     """Whether a statement instance must run scalar even under a vector mark: lookups
     (an address per element) load lane by lane, and so do bounded reads but those whose
@@ -269,6 +250,9 @@ class _LoopEmitter:
         self.outer = dict(outer or {})
         self.serial = outer is not None or threads == 1  # parallel marks run serially
         self.scope: list[str] = []  # iterators of the loops around the current node
+        # while rows run together (polyc.codegen.jam): the row iterator, its value at the
+        # first row and the current row's shift, added to offsets as a constant
+        self.row_shift: tuple[str, ir.Value, int] | None = None
 
     def node(self, node: isl.AstNode) -> None:
         kinds = isl.ast_node_type
@@ -301,45 +285,65 @@ class _LoopEmitter:
     def for_(self, node: isl.AstNode) -> None:
         if self.vector:
             lanes = vector.lanes(node, self._offsets)
-        elif self._whole_loop_vectors(node):
-            lanes = vector.loop_lanes(node, self._offsets, self._arrays)
+            if lanes is not None and _lane_by_lane(self.program.instance(lanes.user),
+                                                   lanes.iterator):
+                lanes = None
         else:
-            lanes = None
-        if lanes is not None and _lane_by_lane(self.program.instance(lanes.user),
-                                               lanes.iterator):
-            lanes = None
+            lanes = self.loop_lanes(node)
         if lanes is not None and self.vector:
             self.vector_user(lanes)
             return
         if lanes is not None:
             self.vector_loop(lanes)
             return
+        rows = None if self.vector or self.register_tile else jam.window_rows(self, node)
+        if rows is not None:
+            jam.jammed_rows(self, node, *rows)
+            return
         self.loop(node, self.int_value(node.for_get_init()))
 
-    def vector_loop(self, lanes: vector.Lanes) -> None:
+    def vector_loop(self, lanes: vector.Lanes, rows: jam.Rows | None = None) -> None:
         """The whole loop ``init..bound``, :data:`vector.LANES` iterations at a time, the
-        last ones (fewer than LANES) masked."""
+        last ones (fewer than LANES) masked; with ``rows``, each vector for several rows
+        (:func:`jam.jammed_vectors`)."""
         b = self.builder
         slot = self._iterator_slot(lanes.iterator)
         b.store(self.int_value(lanes.init), slot)
         bound = self.int_value(lanes.bound)
-        header = self.fn.append_basic_block(f"{slot.name}.vheader")
-        body = self.fn.append_basic_block(f"{slot.name}.vbody")
-        rest = self.fn.append_basic_block(f"{slot.name}.vrest")
-        b.branch(header)
-        b.position_at_end(header)
-        last_lane = b.add(b.load(slot, typ=I64), ir.Constant(I64, vector.LANES - 1))
-        b.cbranch(b.icmp_signed("<=", last_lane, bound), body, rest)
-        b.position_at_end(body)
-        self._vector_body(lanes, None)
-        b.store(b.add(b.load(slot, typ=I64), ir.Constant(I64, vector.LANES)), slot)
-        latch = b.branch(header)
+        latch = self.chunks(slot, vector.LANES, bound, lambda: self._vector_rows(lanes, None, rows),
+                            "v")
         if self._unrolled_vector_loop(lanes):
             latch.set_metadata("llvm.loop", unroll_hint(self.fn.module))
-        b.position_at_end(rest)
         start = b.load(slot, typ=I64)
         with b.if_then(b.icmp_signed("<=", start, bound)):
-            self._vector_body(lanes, vector.lane_mask(b, start, bound))
+            self._vector_rows(lanes, vector.lane_mask(b, start, bound), rows)
+
+    def chunks(self, slot: ir.AllocaInstr, size: int, last: ir.Value, body: Callable[[], None],
+               kind: str, step: int = 1) -> ir.Instruction:
+        """``while (slot + (size - 1) * step <= last) { body(); slot += size * step; }``,
+        the iterator in ``slot`` (from its current value; left at the first value not
+        run); the latch branch, for loop metadata. ``kind`` names the blocks."""
+        b = self.builder
+        header = self.fn.append_basic_block(f"{slot.name}.{kind}header")
+        inside = self.fn.append_basic_block(f"{slot.name}.{kind}body")
+        rest = self.fn.append_basic_block(f"{slot.name}.{kind}rest")
+        b.branch(header)
+        b.position_at_end(header)
+        chunk_last = b.add(b.load(slot, typ=I64), ir.Constant(I64, (size - 1) * step))
+        b.cbranch(b.icmp_signed("<=", chunk_last, last), inside, rest)
+        b.position_at_end(inside)
+        body()
+        b.store(b.add(b.load(slot, typ=I64), ir.Constant(I64, size * step)), slot)
+        latch = b.branch(header)
+        b.position_at_end(rest)
+        return latch
+
+    def _vector_rows(self, lanes: vector.Lanes, mask, rows: jam.Rows | None) -> None:
+        """One vector instance of ``lanes.user``, or with ``rows`` one per row."""
+        if rows is None:
+            self._vector_body(lanes, mask)
+        else:
+            jam.jammed_vectors(self, lanes, mask, rows)
 
     def _unrolled_vector_loop(self, lanes: vector.Lanes) -> bool:
         """Whether the whole vectors of a loop of a statement with guarded reads (a
@@ -351,6 +355,15 @@ class _LoopEmitter:
         guarded = any(g is not None for g in self.program.instance(lanes.user).guards)
         span = vector.difference(lanes.bound, lanes.init)
         return guarded and span is not None and span < UNROLLED_VECTORS * vector.LANES
+
+    def loop_lanes(self, node: isl.AstNode) -> vector.Lanes | None:
+        """The lanes of a ``for`` node that runs as a whole vector loop, or None."""
+        if node.get_type() != isl.ast_node_type.for_ or not self._whole_loop_vectors(node):
+            return None
+        lanes = vector.loop_lanes(node, self._offsets, self._arrays)
+        if lanes is None or _lane_by_lane(self.program.instance(lanes.user), lanes.iterator):
+            return None
+        return lanes
 
     def _whole_loop_vectors(self, node: isl.AstNode) -> bool:
         """Whether to try :func:`vector.loop_lanes` on an innermost loop: not when it
@@ -511,27 +524,34 @@ class _LoopEmitter:
         statement = instance.statement
 
         def load(k: int, at=None) -> tuple[ir.Value, str]:
-            array = statement.reads[k].array
-            element, dtype = self._memory_type(array), self._dtype(array)
             if given and k in given:
+                dtype = self._dtype(statement.reads[k].array)
                 return scalars.from_memory(b, given[k], dtype), dtype
-            guard = instance.guards[k] if instance.guards else None
-            if guard is not None:  # lanes outside the array: masked off, the fill
-                return self._guarded_load(lanes, k, mask), dtype
-            if not self.program.arrays[array].stored:  # positions: the lanes' indices
-                first = vector.splat(b, self._element(array, instance.reads[k]))
-                return (b.add(first, vector.lane_numbers()) if lanes.strides[1 + k]
-                        else first), dtype
-            address = self._address(array, instance.reads[k])
-            if lanes.strides[1 + k]:
-                value = vector.load(b, address, mask, element)
-                return scalars.from_memory(b, value, dtype), dtype
-            value = b.load(address, typ=element, align=scalars.alignment(element))
-            return vector.splat(b, scalars.from_memory(b, value, dtype)), dtype
+            return self.vector_load(lanes, k, mask)
 
         value, dtype = self._body(statement.body, load, vector.LANES)
         address = self._address(statement.write.array, instance.write)
         vector.store(b, scalars.to_memory(b, value, dtype), address, mask)
+
+    def vector_load(self, lanes: vector.Lanes, k: int, mask) -> tuple[ir.Value, str]:
+        """The value of read ``k`` of the vector statement ``lanes`` and its dtype."""
+        b = self.builder
+        instance = self.program.instance(lanes.user)
+        array = instance.statement.reads[k].array
+        element, dtype = self._memory_type(array), self._dtype(array)
+        guard = instance.guards[k] if instance.guards else None
+        if guard is not None:  # lanes outside the array: masked off, the fill
+            return self._guarded_load(lanes, k, mask), dtype
+        if not self.program.arrays[array].stored:  # positions: the lanes' indices
+            first = vector.splat(b, self._element(array, instance.reads[k]))
+            return (b.add(first, vector.lane_numbers()) if lanes.strides[1 + k]
+                    else first), dtype
+        address = self._address(array, instance.reads[k])
+        if lanes.strides[1 + k]:
+            value = vector.load(b, address, mask, element)
+            return scalars.from_memory(b, value, dtype), dtype
+        value = b.load(address, typ=element, align=scalars.alignment(element))
+        return vector.splat(b, scalars.from_memory(b, value, dtype)), dtype
 
     def transpose_block(self, node: isl.AstNode) -> bool:
         """The block ``node`` under a transpose mark as vectors transposed in registers
@@ -671,9 +691,14 @@ class _LoopEmitter:
 
     def _element(self, array: str, offset: Offset) -> ir.Value:
         """The element offset: isl's, or row-major from the indices of a symbolic shape."""
-        if not isinstance(offset, tuple):
-            return self.int_value(offset)
         b = self.builder
+        if not isinstance(offset, tuple):
+            form = None if self.row_shift is None else vector.linear(offset)
+            if not form or not form.get(self.row_shift[0]):
+                return self.int_value(offset)
+            name, first, delta = self.row_shift
+            value = int_expr(b, offset, lambda n: first if n == name else self.iterator_value(n))
+            return b.add(value, ir.Constant(I64, form[name] * delta))
         shape = self.program.arrays[array].shape
         element = self.int_value(offset[0])
         for index, extent in zip(offset[1:], shape[1:]):
@@ -722,7 +747,8 @@ class _LoopEmitter:
         elif isinstance(expr, LoadAt):
             at, _ = self._body(expr.at, load, lanes, memo)
             result = load(expr.k, at)
-        elif isinstance(expr, Call) and self.reassociate and len(terms := _terms(expr)) >= LONG_SUM:
+        elif isinstance(expr, Call) and self.reassociate \
+                and len(terms := sums.terms(expr)) >= sums.LONG_SUM:
             result = self._interleaved_sum([self._body(t, load, lanes, memo) for t in terms])
         elif isinstance(expr, Call):
             args = [self._body(arg, load, lanes, memo) for arg in expr.args]
@@ -736,21 +762,27 @@ class _LoopEmitter:
 
     def _interleaved_sum(self, terms: list[tuple[ir.Value, str]]) -> tuple[ir.Value, str]:
         """The sum of ``terms`` (values and dtypes) as SUM_CHAINS interleaved partial
-        sums, then added pairwise (see LONG_SUM)."""
-        def add(x, y):
-            value = scalars.call(self.builder, "add", [x[0], y[0]], (x[1], y[1]))
-            if "reassoc" in getattr(value, "flags", ()):
-                value.flags.remove("reassoc")  # (LLVM would make one chain again)
-            return value, result_dtype("add", (x[1], y[1]))
-
-        sums = []
-        for chain in range(SUM_CHAINS):
-            part = terms[chain::SUM_CHAINS]
+        sums, then added pairwise (:mod:`polyc.codegen.sums`)."""
+        chains = []
+        for chain in range(sums.SUM_CHAINS):
+            part = terms[chain::sums.SUM_CHAINS]
             total = part[0]
             for term in part[1:]:
-                total = add(total, term)
-            sums.append(total)
-        while len(sums) > 1:
-            sums = [add(*sums[k:k + 2]) if k + 1 < len(sums) else sums[k]
-                    for k in range(0, len(sums), 2)]
-        return sums[0]
+                total = self.add(total, term)
+            chains.append(total)
+        return self.pairwise(chains)
+
+    def pairwise(self, partial: list[tuple[ir.Value, str]]) -> tuple[ir.Value, str]:
+        """Partial sums (values and dtypes) added pairwise."""
+        while len(partial) > 1:
+            partial = [self.add(*partial[k:k + 2]) if k + 1 < len(partial) else partial[k]
+                       for k in range(0, len(partial), 2)]
+        return partial[0]
+
+    def add(self, x: tuple[ir.Value, str], y: tuple[ir.Value, str]) -> tuple[ir.Value, str]:
+        """``x + y`` of values and dtypes, without ``reassoc`` (LLVM would make one chain
+        of partial sums again)."""
+        value = scalars.call(self.builder, "add", [x[0], y[0]], (x[1], y[1]))
+        if "reassoc" in getattr(value, "flags", ()):
+            value.flags.remove("reassoc")
+        return value, result_dtype("add", (x[1], y[1]))
