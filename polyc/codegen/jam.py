@@ -19,8 +19,8 @@ the rows' instances are emitted together (:func:`jammed_vectors`):
 The same holds for a channels-last depthwise conv, whose pixels are the rows of its
 channel vectors. Running the rows together is legal: the vector loop's statement reads
 nothing another instance writes (:func:`polyc.codegen.vector.loop_lanes`), and rows
-left over run one at a time. Each row's sum adds its terms in their own order when the
-float order must be kept.
+left over run one at a time. When the float order must be kept each row's sum adds its
+terms in their own order, the rows taking turns term by term.
 
 Depthwise convs, 1 thread, time over onnxruntime's, 1 / 2 / 3 / 4 rows at a time: 5x5
 240 channels at 28x28 (NCHW) 1.00 / 0.70 / 0.72 / 0.72; 3x3 32 channels at 112x112
@@ -37,7 +37,6 @@ from llvmlite import ir
 
 from polyc.codegen import parallel, scalars, sums, vector
 from polyc.codegen.exprs import I64
-from polyc.errors import CodegenError
 
 ROWS = 2
 FEW_TERMS = 16  # a sum of at most this many terms (3x3) leaves registers for WIDE_ROWS
@@ -102,7 +101,9 @@ def jammed_rows(emitter, node: isl.AstNode, bounds: parallel.Bounds,
         emitter.scope.pop()
 
     emitter.chunks(slot, rows.count, emitter.int_value(bounds.last), body, "j", rows.step)
-    emitter.loop(node, b.load(slot, typ=I64))
+    span = vector.difference(bounds.last, bounds.init)
+    if span is None or (span // rows.step + 1) % rows.count:  # rows left over
+        emitter.loop(node, b.load(slot, typ=I64))
 
 
 def jammed_vectors(emitter, lanes: vector.Lanes, mask, rows: Rows) -> None:
@@ -113,6 +114,8 @@ def jammed_vectors(emitter, lanes: vector.Lanes, mask, rows: Rows) -> None:
     statement = instance.statement
     slot = emitter._iterator_slot(rows.iterator)
     first = b.load(slot, typ=I64)
+    forms = [_read_form(instance, k, rows.iterator, lanes.iterator)
+             for k in range(len(statement.reads))]
     loaded: dict[tuple, tuple[ir.Value, str]] = {}
 
     def at_row(copy: int) -> None:  # the iterator (for guards) and addresses of a row
@@ -121,7 +124,7 @@ def jammed_vectors(emitter, lanes: vector.Lanes, mask, rows: Rows) -> None:
 
     def loader(copy: int):
         def load(k: int, at=None) -> tuple[ir.Value, str]:
-            key = _shifted_read(instance, k, rows.iterator, copy * rows.step, lanes.iterator)
+            key = _shifted(forms[k], rows.iterator, copy * rows.step)
             if key is None or key not in loaded:
                 at_row(copy)
                 value = emitter.vector_load(lanes, k, mask)
@@ -134,7 +137,7 @@ def jammed_vectors(emitter, lanes: vector.Lanes, mask, rows: Rows) -> None:
     memos: list[dict] = [{} for _ in range(rows.count)]
     total = sums.long_sum(statement.body)
     if total is not None:
-        _interleaved_sums(emitter, instance, total, rows, lanes.iterator, loader, memos)
+        _interleaved_sums(emitter, total, rows, forms, loader, memos)
     for copy in range(rows.count):
         value, dtype = emitter._body(statement.body, loader(copy), vector.LANES, memos[copy])
         at_row(copy)
@@ -144,19 +147,21 @@ def jammed_vectors(emitter, lanes: vector.Lanes, mask, rows: Rows) -> None:
     b.store(first, slot)
 
 
-def _interleaved_sums(emitter, instance, total, rows: Rows, lane: str, loader, memos) -> None:
+def _interleaved_sums(emitter, total, rows: Rows, forms, loader, memos) -> None:
     """Each row's value of the long sum ``total``, put in its memo: the rows' terms
-    in the order of the memory they read, into partial sums per row."""
+    in the order of the memory they read, into partial sums per row (``forms``: the
+    reads' :func:`_read_form`)."""
     terms = sums.terms(total)
-    order = sorted((position, copy, t) for copy in range(rows.count)
-                   for t, position in enumerate(_positions(instance, terms, rows.iterator,
-                                                           copy * rows.step, lane)))
+    if emitter.reassociate:
+        positions = _positions(terms, forms, rows.iterator)
+        order = sorted((position + copy * rows.step * step, copy, t) for copy in range(rows.count)
+                       for t, (position, step) in enumerate(positions))
+    else:  # each row's terms in their order: term by term, the rows in turn
+        order = [(t, copy, t) for t in range(len(terms)) for copy in range(rows.count)]
     chains = max(1, sums.SUM_CHAINS // rows.count) if emitter.reassociate else 1
     partial: list[list] = [[] for _ in range(rows.count)]
     added = [0] * rows.count
     for _, copy, t in order:
-        if added[copy] != t and not emitter.reassociate:
-            raise CodegenError("rows run together would reorder a sum's terms")
         value = emitter._body(terms[t], loader(copy), vector.LANES, memos[copy])
         chain = added[copy] % chains
         if chain < len(partial[copy]):
@@ -168,37 +173,47 @@ def _interleaved_sums(emitter, instance, total, rows: Rows, lane: str, loader, m
         memos[copy][total] = emitter.pairwise(partial[copy])
 
 
-def _shifted_read(instance, k: int, row: str, shift: int, lane: str) -> tuple | None:
-    """What identifies read ``k`` of ``instance`` with ``row`` moved by ``shift``: its
-    array, offset (a linear form; a guarded read's unclamped one where its guard varies
-    along the lanes of ``lane``, as it is loaded) and guard (C text, one that does not
-    use ``row``); None when the offset is not linear or the guard uses ``row``."""
+def _read_form(instance, k: int, row: str, lane: str) -> tuple | None:
+    """Read ``k`` of ``instance`` as ``(array, offset, guard)``: the offset a linear form
+    (a guarded read's unclamped one where its guard varies along the lanes of ``lane``,
+    as it is loaded), the guard C text (one that does not use ``row``); None when the
+    offset is not linear or the guard uses ``row``."""
     guard = instance.guards[k] if instance.guards else None
     lane_wise = guard is not None and vector.uses(guard, lane)
     offset = instance.unclamped[k] if lane_wise else instance.reads[k]
     form = None if offset is None or isinstance(offset, tuple) else vector.linear(offset)
     if form is None or (guard is not None and vector.uses(guard, row)):
         return None
-    form = {**form, "": form.get("", 0) + form.get(row, 0) * shift}
-    return (instance.statement.reads[k].array, tuple(sorted(form.items())),
-            None if guard is None else guard.to_C_str())
+    return instance.statement.reads[k].array, form, None if guard is None else guard.to_C_str()
 
 
-def _positions(instance, terms, row: str, shift: int, lane: str) -> list[int]:
-    """Where in memory each term reads, ``row`` moved by ``shift``: the constant of the
-    offset of its first read along ``row``; a term without one (a bias) goes with the
-    next term that has one. Never decreasing, so that each row's terms keep their
-    order when the rows' terms are sorted by it."""
-    found: list[int | None] = []
+def _shifted(read: tuple | None, row: str, shift: int) -> tuple | None:
+    """What identifies a read (its :func:`_read_form`) with ``row`` moved by ``shift``:
+    reads with equal keys load the same vector."""
+    if read is None:
+        return None
+    array, form, guard = read
+    moved = {**form, "": form.get("", 0) + form.get(row, 0) * shift}
+    return array, tuple(sorted(moved.items())), guard
+
+
+def _positions(terms, forms, row: str) -> list[tuple[int, int]]:
+    """Where in memory each term reads at the first row, and how far that moves per
+    unit of ``row``: the constant and ``row`` coefficient of the offset of its first
+    read along ``row``; a term without one (a bias) goes with the next term that has
+    one, and no position is below the one before."""
+    found: list[tuple[int, int] | None] = []
     for term in terms:
-        keys = (_shifted_read(instance, load.k, row, shift, lane) for load in sums.loads(term))
-        forms = [dict(key[1]) for key in keys if key is not None]
-        found.append(next((form[""] for form in forms if form.get(row)), None))
-    positions, later = [], None
+        reads = [forms[load.k] for load in sums.loads(term) if forms[load.k] is not None]
+        found.append(next(((form.get("", 0), form[row]) for _, form, _ in reads
+                           if form.get(row)), None))
+    positions: list[tuple[int, int]] = []
+    later = None
     for value in reversed(found):
         later = value if value is not None else later
-        positions.append(later if later is not None else 0)
+        positions.append(later if later is not None else (0, 0))
     positions.reverse()
     for t in range(1, len(positions)):
-        positions[t] = max(positions[t], positions[t - 1])
+        if positions[t][0] < positions[t - 1][0]:
+            positions[t] = positions[t - 1]
     return positions
