@@ -10,6 +10,7 @@ import pytest
 from onnx import helper
 
 import polyc
+from polyc.scop.nest import LoopNest
 
 from onnx_helpers import make_model, random_inputs, run_onnxruntime
 
@@ -77,3 +78,31 @@ def test_elementwise_rows_are_not_jammed():
     """Rows that share no input (an elementwise Relu) run one at a time."""
     model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", [1, 3, 20, 40])], ["y"])
     assert JAMMED not in polyc.compile(model, threads=1).compilation.llvm_ir
+
+
+@pytest.mark.parametrize("triangular", [False, True])
+def test_a_window_over_rows_of_a_loop_nest(triangular):
+    """A loop nest summing a 3x3 window: rows run together over a rectangular domain;
+    over a triangular one (each row's vector loop has its own bounds) one at a time.
+    Results match numpy either way."""
+    n = 40
+    domain = "{ [i, j] : 0 <= i < N and 0 <= j <= i }" if triangular else \
+        "{ [i, j] : 0 <= i < N and 0 <= j < N }"
+    nest = LoopNest("window", params=["N"])
+    A = nest.array("A", ("N + 2", "N + 2"))
+    B = nest.array("B", ("N", "N"))
+    terms = [A[f"i + {a}", f"j + {b}"] * float(3 * a + b + 1) for a in range(3) for b in range(3)]
+    expr = terms[0]
+    for term in terms[1:]:
+        expr = expr + term
+    nest.statement("S", domain, write=B["i", "j"], expr=expr)
+    compiled = nest.compile(params={"N": n})
+    assert (JAMMED in compiled.compilation.llvm_ir) != triangular
+    rng = np.random.default_rng(8)
+    arrays = {"A": rng.standard_normal((n + 2, n + 2)).astype(np.float32),
+              "B": np.zeros((n, n), np.float32)}
+    expected = sum(arrays["A"][a:a + n, b:b + n] * np.float32(3 * a + b + 1)
+                   for a in range(3) for b in range(3))
+    if triangular:
+        expected = np.tril(expected)
+    np.testing.assert_allclose(compiled.run(arrays)["B"], expected, rtol=RTOL, atol=ATOL)

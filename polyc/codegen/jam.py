@@ -61,8 +61,8 @@ def window_rows(emitter, node: isl.AstNode) -> tuple[parallel.Bounds, vector.Lan
     bounds = parallel.loop_bounds(node)
     lanes = None if bounds is None else emitter.loop_lanes(node.for_get_body())
     if lanes is None or sums.long_sum(emitter.program.instance(lanes.user).statement.body) \
-            is None:
-        return None
+            is None or any(vector.uses(e, bounds.iterator) for e in (lanes.init, lanes.bound)):
+        return None  # (the rows share the vector loop's bounds)
     offsets, arrays = emitter._offsets(lanes.user), emitter._arrays(lanes.user)
     return (bounds, lanes) if _rows_apart(offsets[1:], arrays[1:], bounds.iterator) else None
 
