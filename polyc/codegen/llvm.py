@@ -693,7 +693,10 @@ class _LoopEmitter:
         return self.pointers[self.program.memory(array)]
 
     def _element(self, array: str, offset: Offset) -> ir.Value:
-        """The element offset: isl's, or row-major from the indices of a symbolic shape."""
+        """The element offset: isl's, or row-major from the indices of a symbolic shape.
+        While rows run together (``row_shift``), an offset linear in the row iterator is
+        the first row's plus a constant: equal addresses of two rows are then one value
+        to LLVM."""
         b = self.builder
         if not isinstance(offset, tuple):
             form = None if self.row_shift is None else vector.linear(offset)
