@@ -45,26 +45,31 @@ WIDE_ROWS = 4
 
 @dataclass(frozen=True)
 class Rows:
-    """The row iterator, its step, and how many rows run together."""
+    """The row iterator, its step, how many rows run together, and the long sum of the
+    statement's body they add in interleaved order."""
 
     iterator: str
     step: int
     count: int
+    total: object  # a subtree of the body (sums.long_sum)
 
 
-def window_rows(emitter, node: isl.AstNode) -> tuple[parallel.Bounds, vector.Lanes] | None:
-    """``(bounds, lanes)`` when the ``for`` node ``node`` is a loop of rows around one
-    whole vector loop (``lanes``) of a statement with a long sum (a window's) that
+def window_rows(emitter, node: isl.AstNode) -> tuple[parallel.Bounds, vector.Lanes, Rows] | None:
+    """``(bounds, lanes, rows)`` when the ``for`` node ``node`` is a loop of rows around
+    one whole vector loop (``lanes``) of a statement with a long sum (a window's) that
     reads an array at offsets a whole number of rows apart, else None. (Winograd's
     transforms of input tiles, a few terms each, ran 20-55% slower with their rows
     jammed.)"""
     bounds = parallel.loop_bounds(node)
     lanes = None if bounds is None else emitter.loop_lanes(node.for_get_body())
-    if lanes is None or sums.long_sum(emitter.program.instance(lanes.user).statement.body) \
-            is None or any(vector.uses(e, bounds.iterator) for e in (lanes.init, lanes.bound)):
+    if lanes is None or any(vector.uses(e, bounds.iterator) for e in (lanes.init, lanes.bound)):
         return None  # (the rows share the vector loop's bounds)
+    total = sums.long_sum(emitter.program.instance(lanes.user).statement.body)
     offsets, arrays = emitter._offsets(lanes.user), emitter._arrays(lanes.user)
-    return (bounds, lanes) if _rows_apart(offsets[1:], arrays[1:], bounds.iterator) else None
+    if total is None or not _rows_apart(offsets[1:], arrays[1:], bounds.iterator):
+        return None
+    count = WIDE_ROWS if len(sums.terms(total)) <= FEW_TERMS else ROWS
+    return bounds, lanes, Rows(bounds.iterator, bounds.step, count, total)
 
 
 def _rows_apart(offsets, arrays, iterator: str) -> bool:
@@ -85,13 +90,10 @@ def _rows_apart(offsets, arrays, iterator: str) -> bool:
 
 
 def jammed_rows(emitter, node: isl.AstNode, bounds: parallel.Bounds,
-                lanes: vector.Lanes) -> None:
-    """The loop of rows ``node``, some rows at a time around its vector loop
+                lanes: vector.Lanes, rows: Rows) -> None:
+    """The loop of rows ``node``, ``rows.count`` rows at a time around its vector loop
     (``lanes``), then the rows left one at a time."""
     b = emitter.builder
-    total = sums.long_sum(emitter.program.instance(lanes.user).statement.body)
-    few = len(sums.terms(total)) <= FEW_TERMS
-    rows = Rows(bounds.iterator, bounds.step, WIDE_ROWS if few else ROWS)
     slot = emitter._iterator_slot(rows.iterator)
     b.store(emitter.int_value(bounds.init), slot)
 
@@ -135,9 +137,7 @@ def jammed_vectors(emitter, lanes: vector.Lanes, mask, rows: Rows) -> None:
         return load
 
     memos: list[dict] = [{} for _ in range(rows.count)]
-    total = sums.long_sum(statement.body)
-    if total is not None:
-        _interleaved_sums(emitter, total, rows, forms, loader, memos)
+    _interleaved_sums(emitter, rows, forms, loader, memos)
     for copy in range(rows.count):
         value, dtype = emitter._body(statement.body, loader(copy), vector.LANES, memos[copy])
         at_row(copy)
@@ -147,11 +147,11 @@ def jammed_vectors(emitter, lanes: vector.Lanes, mask, rows: Rows) -> None:
     b.store(first, slot)
 
 
-def _interleaved_sums(emitter, total, rows: Rows, forms, loader, memos) -> None:
-    """Each row's value of the long sum ``total``, put in its memo: the rows' terms
-    in the order of the memory they read, into partial sums per row (``forms``: the
-    reads' :func:`_read_form`)."""
-    terms = sums.terms(total)
+def _interleaved_sums(emitter, rows: Rows, forms, loader, memos) -> None:
+    """Each row's value of the long sum ``rows.total``, put in its memo: the rows'
+    terms in the order of the memory they read, into partial sums per row (``forms``:
+    the reads' :func:`_read_form`)."""
+    terms = sums.terms(rows.total)
     if emitter.reassociate:
         positions = _positions(terms, forms, rows.iterator)
         order = sorted((position + copy * rows.step * step, copy, t) for copy in range(rows.count)
@@ -170,7 +170,7 @@ def _interleaved_sums(emitter, total, rows: Rows, forms, loader, memos) -> None:
             partial[copy].append(value)
         added[copy] += 1
     for copy in range(rows.count):
-        memos[copy][total] = emitter.pairwise(partial[copy])
+        memos[copy][rows.total] = emitter.pairwise(partial[copy])
 
 
 def _read_form(instance, k: int, row: str, lane: str) -> tuple | None:

@@ -86,14 +86,14 @@ def parts(scop: Scop, program: LoopProgram, nodes: list[isl.AstNode]) -> list[di
     for node in nodes:
         names = list(dict.fromkeys(program.instance(u).statement.name for u in users(node)))
         statements = [scop.statement(n) for n in names]
-        nodes = list(dict.fromkeys(s.node for s in statements if s.node))
+        onnx_nodes = list(dict.fromkeys(s.node for s in statements if s.node))
         arrays = {a.array for s in statements for a in (s.write, *s.reads)}
         flops = sum(_flops(scop, s) for s in statements if s.name not in counted)
         counted.update(names)
         result.append({
             "statements": names,
-            "nodes": nodes,
-            "inlined": [n for s in statements for n in s.inlined if n not in nodes],
+            "nodes": onnx_nodes,
+            "inlined": [n for s in statements for n in s.inlined if n not in onnx_nodes],
             "flops": int(flops),
             "bytes": int(sum(_nbytes(scop, a) for a in arrays)),
         })
