@@ -160,7 +160,15 @@ def test_roles_of_a_batched_product():
 def test_blocking_from_the_shape_and_caches():
     c = untiled_contraction(matmul_model(1024, 1024, 1024))
     caches = Caches(48 * 1024, 2048 * 1024, 64 * 1024 ** 2)
-    assert choose_blocking(c, caches) == Blocking(mr=6, nr=64, mc=126, nc=1024, kc=256)
+    assert choose_blocking(c, caches) == Blocking(mr=6, nr=64, mc=60, nc=512, kc=512)
+
+
+def test_reduction_blocks_are_equal():
+    """The reduction is cut into the fewest equal blocks of at most KC steps (1100 ->
+    3 x 367, not 512 + 512 + 76), or taken whole when shorter."""
+    caches = Caches(48 * 1024, 1024 * 1024, 32 * 1024 ** 2)
+    for k, kc in ((1100, 367), (1152, 384), (320, 320), (20, 20)):
+        assert choose_blocking(untiled_contraction(matmul_model(64, k, 128)), caches).kc == kc
 
 
 def test_blocking_for_threads_takes_a_tile_that_splits_the_columns():

@@ -56,7 +56,15 @@ REGISTER_TILES = ((6, 64), (8, 48), (12, 32))
 # 1.08-1.26x with 6x64; the 512-1024-256 MLP took 0.94 / 1.03x at batch 8 / 64 with
 # 8x32 and 1.14 / 1.07x with 4x64 (at batch 3: 1.11 and 1.00x).
 SYMBOLIC_ROW_TILES = ((8, 32), (4, 64), (4, 48))
-KC = 256
+# The reduction in the fewest equal blocks of at most KC steps (measured: before, blocks
+# of 256 and a last one of what was left; 1 thread, artifacts interleaved with
+# onnxruntime: matmul 512^3 2.650 -> 2.515 ms, the 2-layer MLP at batch 64 0.982 ->
+# 0.938, 1x1 conv 1024 -> 256 at 14x14 0.974 -> 0.955, EfficientNet's 1152 -> 192
+# projections at 7x7 in 5 blocks of 256 / 3 of 384 ~209 / 200 us; 512 and 1024 within
+# noise on the models).
+KC = 512
+# A tile of all of few rows needs this many reduction steps (see ACCUMULATORS).
+FEW_ROWS_STEPS = 256
 # Fewer rows than this many tiles of the chosen height, one of them partial: a tile that
 # divides the rows (and columns) instead, if one does. A 784->256 layer at batch 8
 # (examples like tests' mlp2) with 6x64 tiles, one of 2 rows: 75 us when the columns
@@ -151,8 +159,8 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
       :data:`PACKED_DIRECT_COLUMNS` when its weights are packed (one vector wide when
       that would leave a last tile of one vector; narrower for fewer channels:
       :data:`NARROW_DIRECT_ACCUMULATORS`);
-      all the rows when there are fewer than any tile has and at least :data:`KC`
-      reduction steps (see :data:`ACCUMULATORS`);
+      all the rows when there are fewer than any tile has and at least
+      :data:`FEW_ROWS_STEPS` reduction steps (see :data:`ACCUMULATORS`);
     - with inner reductions (a direct convolution: ``k`` its input channels), all of
       them when one register tile's panel of weights (``nr`` x ``k`` x ``inner_size``)
       fits half of L2, else the fewest equal blocks that do: each k block is a pass
@@ -160,8 +168,7 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
       conv + Relu, 1 thread, the conv's time: 64ch at 224x224 21.0 ms with blocks of
       28 channels, 28 + 28 + 8, 17.9 ms with all 64; 512ch at 28x28 21.4 -> 19.7 ms;
       512ch at 7x7 the same);
-    - ``kc`` = :data:`KC`, measured best on this machine kind (256 to 512 were within
-      noise; 96 and 128 lost 30%), or the whole reduction when shorter;
+    - ``kc``: the fewest equal blocks of at most :data:`KC` steps (96 and 128 lost 30%);
     - ``nc`` so the packed block ``kc x nc`` fills half of L2, reused by every row tile,
       and, ``parallel``, the columns make at least :data:`PARALLEL_COLUMN_BLOCKS`
       blocks (when there are as many register tiles; a narrower tile is taken when
@@ -189,7 +196,8 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
                  and m % t[0] <= m % mr]
         if split:  # the widest tile whose columns the threads split
             mr, nr = max(split, key=lambda t: t[1])
-    if m < min(t[0] for t in tiles) and n >= LANES and (k >= KC or not c.b_contiguous):
+    few_rows = m < min(t[0] for t in tiles) and n >= LANES
+    if few_rows and (k >= FEW_ROWS_STEPS or not c.b_contiguous):
         mr, nr = m, LANES * max(1, min(FEW_ROWS_VECTORS, ACCUMULATORS // m, n // LANES))
     if c.direct:  # a direct conv, its weights packed
         if n >= PACKED_DIRECT_COLUMNS:
@@ -201,7 +209,7 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
             mr = NARROW_DIRECT_ACCUMULATORS // (nr // LANES)
         mr = min(mr, m)  # a row of fewer pixels: one tile of all of them
     # with inner reductions a k step is a whole kernel window
-    kc = min(KC, -(-k // LANES) * LANES) if not c.inner else \
+    kc = _even_blocks(k, KC) if not c.inner else \
         _even_blocks(k, caches.l2 // 2 // (inner * nr * FLOAT_BYTES))
     steps = kc * inner
     nc = _fit(caches.l2 // 2 // (steps * FLOAT_BYTES), nr, n)
