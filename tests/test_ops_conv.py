@@ -417,13 +417,14 @@ def test_strided_conv_to_channels_short_of_whole_vectors_is_direct_and_padded(bi
 
 @pytest.mark.parametrize("channels, width, tile", [
     (16, 48, "16x16"), (32, 48, "8x32"), (48, 42, "7x16"), (80, 36, "6x16"), (64, 16, "8x32"),
-    (96, 24, "6x32"), (32, 4, "2x32")])
+    (96, 24, "6x32"), (32, 4, "2x32"), (64, 110, "11x32"), (32, 54, "9x32")])
 def test_direct_conv_tile_fits_the_output_rows(channels, width, tile):
     """A 16-channel conv: a tile as wide as the channels, with more pixel rows (16
     accumulators); more channels: 32 wide, or 16 when 32 would leave a last tile of 16
     columns (48 and 80 channels), with 6, 7 or 8 rows, whichever leaves fewest to a
     partial tile of the output row (24, 21, 18, 8 and 12 columns), and no more than the
-    row has (2 columns, 2 rows); results match onnxruntime."""
+    row has (2 columns, 2 rows); rows of 55 and 27 pixels, which none of 6, 7 and 8
+    divides, take 11 and 9 rows; results match onnxruntime."""
     model = _conv_relu((1, 3, 50, width), (channels, 3, 3, 3),
                        {"strides": [2, 2], "pads": [1, 1, 1, 1]}, True)
     compiled = polyc.compile(model)

@@ -78,6 +78,10 @@ FEW_ROW_TILES = 4
 # 14x14 1.00 -> 0.98, 512ch at 7x7 1.07 -> 0.94 (7x48: 0.98, 0.97, 1.05, 0.97; 8x32:
 # 1.00, 0.97, 0.98, 0.98). With 6x64 LLVM spilled an accumulator.
 PACKED_DIRECT_ROWS = (7, 8, 6)
+# When none of those divides a row of pixels, a count of these that does, the largest
+# (at most 24 accumulators): squeezenet's 3x3 convs, 1 thread, 55 pixels a row 7x32
+# -> 11x32 tiles 508 -> 486 us, 27 a row 7x32 -> 9x32 477 -> 463 us.
+EXACT_DIRECT_ROWS = range(5, 13)
 PACKED_DIRECT_COLUMNS = 32
 # Channels that leave one vector to a last tile (48, 80, 144, 240...) take tiles one
 # vector wide: the partial tile's masked half had cost its FMAs (a 1x1 conv 16 -> 72
@@ -155,10 +159,10 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
 
     - the register tile that leaves the fewest columns (then rows) to partial tiles
       (of :data:`SYMBOLIC_ROW_TILES` when the rows are symbolic); rows first with
-      inner reductions (a direct convolution), :data:`PACKED_DIRECT_ROWS` x
-      :data:`PACKED_DIRECT_COLUMNS` when its weights are packed (one vector wide when
-      that would leave a last tile of one vector; narrower for fewer channels:
-      :data:`NARROW_DIRECT_ACCUMULATORS`);
+      inner reductions (a direct convolution), :data:`PACKED_DIRECT_ROWS` (or
+      :data:`EXACT_DIRECT_ROWS`) x :data:`PACKED_DIRECT_COLUMNS` when its weights are
+      packed (one vector wide when that would leave a last tile of one vector;
+      narrower for fewer channels: :data:`NARROW_DIRECT_ACCUMULATORS`);
       all the rows when there are fewer than any tile has and at least
       :data:`FEW_ROWS_STEPS` reduction steps (see :data:`ACCUMULATORS`);
     - with inner reductions (a direct convolution: ``k`` its input channels), all of
@@ -204,6 +208,9 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
             half = n % PACKED_DIRECT_COLUMNS == LANES  # (a last tile of one vector)
             nr = LANES if half else PACKED_DIRECT_COLUMNS
             mr = min(PACKED_DIRECT_ROWS, key=lambda r: -(-m // r) * r)
+            exact = [r for r in EXACT_DIRECT_ROWS if m % r == 0]
+            if m % mr and exact:
+                mr = max(exact)
         else:  # fewer channels: a narrower tile, more pixels
             nr = max(n // LANES, 1) * LANES
             mr = NARROW_DIRECT_ACCUMULATORS // (nr // LANES)
