@@ -116,7 +116,12 @@ FEW_ROWS_VECTORS = 8
 # (EfficientNet's projections 1152 -> 192): a product 0.131 ms with 6x64 tiles (3
 # column blocks; the threads split 9 row tiles in each of 15 blocks), 0.109 ms with 8x48
 # (4 blocks, split once), onnxruntime 0.172 ms; in the model (7x32 direct tiles) 6
-# blocks of 32 columns, not 3 of 64: 0.19-0.22 -> 0.15 ms each.
+# blocks of 32 columns, not 3 of 64: 0.19-0.22 -> 0.15 ms each. With fewer tiles than
+# that the columns stay in one block: blocks of a tile each (the fewest had been 1) are
+# too few for the threads to split, which then split the rows inside every block, and
+# on one thread each block re-read the input (squeezenet's conv1, 3 -> 96 channels,
+# 3 blocks 1.00 ms, 1 block 0.88; squeezenet default build, 1 / 2 threads: 6.95 ->
+# 6.60 ms, 4.09 -> 3.70).
 PARALLEL_COLUMN_BLOCKS = 4
 
 
@@ -221,9 +226,10 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     steps = kc * inner
     nc = _fit(caches.l2 // 2 // (steps * FLOAT_BYTES), nr, n)
     rows_inside = c.direct and c.shared_rows
-    if parallel and (k > kc or rows_inside or -(-m // mr) < 2 * PARALLEL_COLUMN_BLOCKS):
-        tiles = -(-n // nr)
-        nc = min(nc, nr * max(1, tiles // PARALLEL_COLUMN_BLOCKS))
+    tiles = -(-n // nr)
+    if parallel and tiles >= PARALLEL_COLUMN_BLOCKS and (
+            k > kc or rows_inside or -(-m // mr) < 2 * PARALLEL_COLUMN_BLOCKS):
+        nc = min(nc, nr * (tiles // PARALLEL_COLUMN_BLOCKS))
     mc = _fit(caches.l2 // 16 // (steps * FLOAT_BYTES), mr, m)
     return Blocking(mr, nr, mc, nc, kc)
 
