@@ -209,17 +209,7 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     if few_rows and (k >= FEW_ROWS_STEPS or not c.b_contiguous):
         mr, nr = m, LANES * max(1, min(FEW_ROWS_VECTORS, ACCUMULATORS // m, n // LANES))
     if c.direct:  # a direct conv, its weights packed
-        if n >= PACKED_DIRECT_COLUMNS:
-            half = n % PACKED_DIRECT_COLUMNS == LANES  # (a last tile of one vector)
-            nr = LANES if half else PACKED_DIRECT_COLUMNS
-            mr = min(PACKED_DIRECT_ROWS, key=lambda r: -(-m // r) * r)
-            exact = [r for r in EXACT_DIRECT_ROWS if m % r == 0]
-            if m % mr and exact:
-                mr = max(exact)
-        else:  # fewer channels: a narrower tile, more pixels
-            nr = max(n // LANES, 1) * LANES
-            mr = NARROW_DIRECT_ACCUMULATORS // (nr // LANES)
-        mr = min(mr, m)  # a row of fewer pixels: one tile of all of them
+        mr, nr = _direct_tile(m, n)
     # with inner reductions a k step is a whole kernel window
     kc = _even_blocks(k, KC) if not c.inner else \
         _even_blocks(k, caches.l2 // 2 // (inner * nr * FLOAT_BYTES))
@@ -232,6 +222,22 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
         nc = min(nc, nr * (tiles // PARALLEL_COLUMN_BLOCKS))
     mc = _fit(caches.l2 // 16 // (steps * FLOAT_BYTES), mr, m)
     return Blocking(mr, nr, mc, nc, kc)
+
+
+def _direct_tile(m: int, n: int) -> tuple[int, int]:
+    """The register tile of a direct conv with packed weights over ``m`` pixels of an
+    output row and ``n`` channels (see :func:`choose_blocking`)."""
+    if n >= PACKED_DIRECT_COLUMNS:
+        half = n % PACKED_DIRECT_COLUMNS == LANES  # (a last tile of one vector)
+        nr = LANES if half else PACKED_DIRECT_COLUMNS
+        mr = min(PACKED_DIRECT_ROWS, key=lambda r: -(-m // r) * r)
+        exact = [r for r in EXACT_DIRECT_ROWS if m % r == 0]
+        if m % mr and exact:
+            mr = max(exact)
+    else:  # fewer channels: a narrower tile, more pixels
+        nr = max(n // LANES, 1) * LANES
+        mr = NARROW_DIRECT_ACCUMULATORS // (nr // LANES)
+    return min(mr, m), nr  # a row of fewer pixels: one tile of all of them
 
 
 def _even_blocks(extent: int, most: int) -> int:
