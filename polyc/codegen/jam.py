@@ -103,8 +103,8 @@ def jammed_rows(emitter, node: isl.AstNode, bounds: parallel.Bounds,
         emitter.scope.pop()
 
     emitter.chunks(slot, rows.count, emitter.int_value(bounds.last), body, "j", rows.step)
-    span = vector.difference(bounds.last, bounds.init)
-    if span is None or (span // rows.step + 1) % rows.count:  # rows left over
+    trips = vector.iterations(bounds.init, bounds.last, rows.step)
+    if trips is None or trips % rows.count:  # rows left over
         emitter.loop(node, b.load(slot, typ=I64))
 
 

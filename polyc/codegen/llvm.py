@@ -314,8 +314,8 @@ class _LoopEmitter:
                             "v")
         if self._unrolled_vector_loop(lanes):
             latch.set_metadata("llvm.loop", unroll_hint(self.fn.module))
-        span = vector.difference(lanes.bound, lanes.init)
-        if span is not None and (span + 1) % vector.LANES == 0:
+        trips = vector.iterations(lanes.init, lanes.bound)
+        if trips is not None and trips % vector.LANES == 0:
             return  # whole vectors only
         start = b.load(slot, typ=I64)
         with b.if_then(b.icmp_signed("<=", start, bound)):

@@ -196,8 +196,14 @@ def unit_loop(node: isl.AstNode) -> tuple[str, isl.AstExpr, isl.AstExpr] | None:
 def trip_count(node: isl.AstNode) -> int | None:
     """The number of iterations of a unit-step ``for`` node, when it is a constant."""
     loop = unit_loop(node)
-    span = None if loop is None else difference(loop[2], loop[1])
-    return None if span is None else span + 1
+    return None if loop is None else iterations(loop[1], loop[2])
+
+
+def iterations(init: isl.AstExpr, last: isl.AstExpr, step: int = 1) -> int | None:
+    """How many times ``for (c = init; c <= last; c += step)`` runs, when it is a
+    constant."""
+    span = difference(last, init)
+    return None if span is None else span // step + 1
 
 
 def difference(x: isl.AstExpr, y: isl.AstExpr) -> int | None:
