@@ -30,6 +30,10 @@ LANES = 16
 MARK = "vector"
 REGISTER_TILE = "register_tile"  # the mark of a contraction's register tile (tiling)
 MASK = ir.VectorType(I1, LANES)
+# An accumulation's innermost loop of at most this many whole vectors (a reduction's
+# sums of consecutive channels) runs unrolled, so LLVM keeps the sums in registers
+# across the loops around it (polyc.tiling.reduction).
+ACCUMULATOR_VECTORS = 16
 I32 = ir.IntType(32)
 op = isl.ast_expr_op_type
 

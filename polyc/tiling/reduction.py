@@ -15,13 +15,23 @@ innermost loop in the program order moves by at most one, gets its outermost ban
 subtree back in program order. The program order is legal by construction; the
 loops fused with it in that band are distributed again (a reduction's
 initialisation and post-processing, which are small beside it).
+
+There the sums of a few whole vectors of channels stay in registers while the summed
+loops run (codegen unrolls an accumulation over at most ``ACCUMULATOR_VECTORS`` whole
+vectors, and LLVM keeps what it updates in registers). More channels than that are cut
+into blocks of whole vectors that divide them, the block loop outermost, each block a
+pass over the pixels. GlobalAveragePool of 32 channels at 112x112 (1 thread): 0.052
+ms with the sums loaded and stored per pixel (a chain through memory), 0.016 ms in
+registers, onnxruntime 0.025; of 96 channels at 56x56 0.012 ms either way (memory
+bound; cut into two blocks of 48: 0.018).
 """
 
 from __future__ import annotations
 
 import islpy as isl
 
-from polyc.islutil import statement_names, union_maps, union_of
+from polyc.codegen.vector import ACCUMULATOR_VECTORS, LANES
+from polyc.islutil import map_bottom_up, multi_union, span, statement_names, union_maps, union_of
 from polyc.scheduler.graph import topological_sccs
 from polyc.scop.model import Scop, Statement
 from polyc.tiling.order import access_coefficients, band_rows, member_strides, moving_dims
@@ -48,14 +58,78 @@ def program_order_reductions(scop: Scop, schedule: isl.Schedule, keep: set[str]
         names = statement_names(band.get_domain())
         if band.get_schedule_depth() != 0 or not names & chosen or names & keep:
             return None
-        return scop.order.intersect_domain(band.get_domain())
+        return map_bottom_up(scop.order.intersect_domain(band.get_domain()),
+                             lambda node: _lane_blocks(scop, node, chosen, blocks))
 
     def extend(row: isl.UnionPwAff, added: isl.UnionSet) -> isl.UnionPwAff:
         raise AssertionError("program order adds no statement")
 
+    blocks: dict[str, int] = {}
+    schedule = rebuild(schedule, replace, extend)
     notes = [f"reduction {name}: program order (its innermost loop jumped by "
-             f"{max(scheduled[name])} elements)" for name in sorted(chosen)]
-    return rebuild(schedule, replace, extend), notes
+             f"{max(scheduled[name])} elements)"
+             + (f", its innermost loop in blocks of {blocks[name]} outermost"
+                if name in blocks else "") for name in sorted(chosen)]
+    return schedule, notes
+
+
+def _lane_blocks(scop: Scop, node: isl.ScheduleNode, chosen: set[str],
+                 blocks: dict[str, int]) -> isl.ScheduleNode:
+    """A program-order band of one chosen reduction whose innermost loop moves its
+    write by one element, with that loop cut into blocks of :func:`lane_block` lanes
+    and the block loop put outermost: each block's sums stay in registers over the
+    summed loops (codegen runs a few whole vectors of an accumulation unrolled). The
+    instances that update one element keep their order (they share the block). The
+    block is recorded in ``blocks``."""
+    if node.get_type() != isl.schedule_node_type.band:
+        return node
+    names = statement_names(node.get_domain())
+    if len(names) != 1 or not names <= chosen:
+        return node
+    statement = scop.statement(next(iter(names)))
+    partial = node.band_get_partial_schedule()
+    last = partial.get_at(node.band_n_member() - 1)
+    strides = _innermost_strides(scop, isl.Schedule.from_domain(node.get_domain())
+                                 .insert_partial_schedule(partial))
+    dim = _single_dim(last, statement)
+    if dim is None or strides.get(statement.name, [0])[0] != 1:
+        return node
+    block = lane_block(span(statement.domain, dim))
+    if block is None:
+        return node
+    blocks[statement.name] = block
+    outer = last.scale_down_val(isl.Val.int_from_si(node.get_ctx(), block)).floor()
+    rows = [outer] + [partial.get_at(k) for k in range(node.band_n_member())]
+    space = partial.get_space().add_dims(isl.dim_type.set, 1)
+    return node.delete().insert_partial_schedule(multi_union(space, rows))
+
+
+def lane_block(extent: int | None) -> int | None:
+    """Lanes per block of a reduction's innermost loop of ``extent`` iterations: the
+    most whole vectors, at most ``ACCUMULATOR_VECTORS``, that divide it; None when it
+    fits in one block or no such block divides it."""
+    if extent is None or extent <= ACCUMULATOR_VECTORS * LANES:
+        return None
+    for vectors in range(ACCUMULATOR_VECTORS, 0, -1):
+        if extent % (vectors * LANES) == 0:
+            return vectors * LANES
+    return None
+
+
+def _single_dim(row: isl.UnionPwAff, statement: Statement) -> int | None:
+    """The domain dim that the band member ``row`` of ``statement`` is, or None."""
+    aff = row.extract_pw_aff(statement.domain.get_space().from_domain()
+                             .add_dims(isl.dim_type.out, 1))
+    if aff.n_piece() != 1:
+        return None
+    found = []
+    aff.foreach_piece(lambda _, a: found.append(a))
+    coefs = [found[0].get_coefficient_val(isl.dim_type.in_, k).to_python()
+             for k in range(found[0].dim(isl.dim_type.in_))]
+    if sorted(coefs)[-1:] != [1] or sum(map(abs, coefs)) != 1 \
+            or found[0].get_constant_val().to_python() != 0:
+        return None
+    return coefs.index(1)
 
 
 def _reordered_by_tiling(schedule: isl.Schedule) -> set[str]:
