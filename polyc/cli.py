@@ -152,7 +152,7 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--blocking", type=maybe_named(parse_blocking),
                        metavar="[NAME=]MR,NR,MC,NC,KC", action="append", default=[],
                        help="register tile MR x NR and cache blocks MC x NC x KC of every "
-                       "contraction (MatMul, Gemm), or NAME=... of one; NR a multiple of 16 "
+                       "contraction (MatMul, Gemm), or NAME=... of one; NR a multiple of 8 "
                        "(default: from the shape and the host's cache sizes)")
     group.add_argument("--threads", type=positive_int, metavar="N",
                        help="threads of parallel loops (default: OMP_NUM_THREADS when the "

@@ -226,26 +226,31 @@ def test_mixed_layouts_read_through_the_view():
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_conv_to_channels_short_of_whole_vectors_is_padded(threads):
-    """1x1 and 3x3 convs over channels-last data to 24 and 40 channels compute 32 and
-    48 (zero weights and bias beyond), stored channels-last; their ONNX values are
-    views of the first 24 and 40; the residual Add and the depthwise conv after them
-    stay channels-last (no NCHW copy)."""
+def test_conv_to_channels_short_of_whole_vectors(threads):
+    """1x1 and 3x3 convs over channels-last data to 24 and 40 channels (8 more than
+    whole vectors) compute those, stored channels-last, their register tiles one tile
+    wide with the last 8 channels a half vector (``<8 x float>``); a conv to 72 computes
+    80 (zero weights and bias beyond), its ONNX value a view of the first 72; the
+    residual Add and the depthwise conv after them stay channels-last (no NCHW copy)."""
     net = Net(16, 11)
     a = net.node("Relu", net.conv("x", 16, 32, 3))
     b = net.conv(a, 32, 24, 1)
     c = net.node("Add", net.conv(net.node("Relu", b), 24, 24, 3), b)
     d = net.node("Relu", net.conv(c, 24, 24, 5, stride=2, group=24))
-    y = net.conv(d, 24, 40, 3)
+    y = net.conv(net.node("Relu", net.conv(d, 24, 40, 3)), 40, 72, 1)
     model = net.model(y)
     graph = import_model(model)
     convs = [op for op in graph.ops if op.label == "conv_transposed"]
-    assert [op.out_shape[3] for op in convs] == [32, 32, 32, 48]
+    assert [op.out_shape[3] for op in convs] == [32, 24, 24, 40, 80]
     views = {op.src: op for op in graph.ops if isinstance(op, View)}
-    assert [graph.tensors[views[op.out].out].shape[1] for op in convs] == [32, 24, 24, 40]
+    assert [graph.tensors[views[op.out].out].shape[1] for op in convs] == [32, 24, 24, 40, 72]
     assert "nchw" not in {op.label for op in graph.ops}
     assert stored(graph, "add")[0][1] is not None and stored(graph, "depthwise_conv")[0][1]
-    assert_matches(model, threads=threads)
+    compiled = assert_matches(model, threads=threads)
+    tiles = [re.search(r"register tile (\d+)x(\d+)", d).group(2)
+             for d in compiled.schedule.decisions if d.startswith("tiling: contraction")]
+    assert tiles == ["32", "24", "24", "40", "16"], tiles
+    assert "<8 x float>" in compiled.compilation.llvm_ir
 
 
 def test_residual_add_after_a_pointwise_conv_is_a_pass_of_its_own():

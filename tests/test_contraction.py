@@ -324,7 +324,7 @@ def test_a_short_matrix_vector_product_takes_the_recipe_when_its_weights_run_acr
 
 def test_bad_blocking_is_refused():
     model = matmul_model(8, 8, 32)
-    for bad, message in [((3, 20, 6, 40, 8), "nr must be a multiple of 16"),
+    for bad, message in [((3, 20, 6, 40, 8), "nr must be a multiple of 8"),
                          ((3, 32, 7, 64, 8), "mc of mr"),
                          ((0, 32, 6, 64, 8), "positive ints"),
                          ((3, 32), r"\(mr, nr, mc, nc, kc\)")]:

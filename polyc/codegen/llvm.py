@@ -18,6 +18,7 @@ shapes are computed row-major from those values.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 import islpy as isl
 import numpy as np
@@ -288,6 +289,9 @@ class _LoopEmitter:
             if lanes is not None and _lane_by_lane(self.program.instance(lanes.user),
                                                    lanes.iterator):
                 lanes = None
+            if lanes is not None and lanes.width != vector.LANES and any(
+                    self.program.instance(lanes.user).guards):  # (masks of LANES lanes)
+                lanes = replace(lanes, full=False, width=vector.LANES)
         else:
             lanes = self.loop_lanes(node)
         if lanes is not None and self.vector:
@@ -543,7 +547,7 @@ class _LoopEmitter:
                 return scalars.from_memory(b, given[k], dtype), dtype
             return self.vector_load(lanes, k, mask)
 
-        value, dtype = self._body(statement.body, load, vector.LANES)
+        value, dtype = self._body(statement.body, load, lanes.width)
         address = self._address(statement.write.array, instance.write)
         vector.store(b, scalars.to_memory(b, value, dtype), address, mask)
 
@@ -556,16 +560,17 @@ class _LoopEmitter:
         guard = instance.guards[k] if instance.guards else None
         if guard is not None:  # lanes outside the array: masked off, the fill
             return self._guarded_load(lanes, k, mask), dtype
+        width = lanes.width
         if not self.program.arrays[array].stored:  # positions: the lanes' indices
-            first = vector.splat(b, self._element(array, instance.reads[k]))
-            return (b.add(first, vector.lane_numbers()) if lanes.strides[1 + k]
+            first = vector.splat(b, self._element(array, instance.reads[k]), width)
+            return (b.add(first, vector.lane_numbers(width)) if lanes.strides[1 + k]
                     else first), dtype
         address = self._address(array, instance.reads[k])
         if lanes.strides[1 + k]:
-            value = vector.load(b, address, mask, element)
+            value = vector.load(b, address, mask, element, width=width)
             return scalars.from_memory(b, value, dtype), dtype
         value = b.load(address, typ=element, align=scalars.alignment(element))
-        return vector.splat(b, scalars.from_memory(b, value, dtype)), dtype
+        return vector.splat(b, scalars.from_memory(b, value, dtype), width), dtype
 
     def transpose_block(self, node: isl.AstNode) -> bool:
         """The block ``node`` under a transpose mark as vectors transposed in registers

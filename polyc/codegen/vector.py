@@ -27,6 +27,11 @@ from polyc.codegen.exprs import F32, I1, I64, apply_op
 from polyc.codegen.scalars import alignment
 
 LANES = 16
+# A vector statement of exactly this many lanes (a register tile's last 8 of 24 or 40
+# channels) runs as a vector of its own width, unmasked: on AVX-512 a ymm register,
+# whose FMAs take half a zmm FMA's slots on hosts that split 512-bit operations (Zen
+# 4); a masked 16-lane tile costs every lane.
+HALF = LANES // 2
 MARK = "vector"
 REGISTER_TILE = "register_tile"  # the mark of a contraction's register tile (tiling)
 MASK = ir.VectorType(I1, LANES)
@@ -82,9 +87,10 @@ class Lanes:
     iterator: str
     init: isl.AstExpr
     bound: isl.AstExpr  # inclusive upper bound of the iterator
-    full: bool  # exactly LANES iterations: no mask
+    full: bool  # exactly ``width`` iterations: no mask
     user: isl.AstNode
     strides: tuple[int, ...]  # per access of the statement (write first), 0 or 1
+    width: int = LANES  # lanes of the vector code (HALF: exactly that many, unmasked)
 
 
 def lanes(node: isl.AstNode, offsets) -> Lanes | None:
@@ -110,6 +116,8 @@ def lanes(node: isl.AstNode, offsets) -> Lanes | None:
         strides.append(stride)
     if strides[0] != 1:  # a write to one element from every lane: a reduction
         return None
+    if span == HALF - 1:
+        return Lanes(iterator, init, bound, True, body, tuple(strides), HALF)
     return Lanes(iterator, init, bound, span == LANES - 1, body, tuple(strides))
 
 
@@ -219,17 +227,17 @@ def difference(x: isl.AstExpr, y: isl.AstExpr) -> int | None:
     return difference.get("", 0) if set(difference) <= {""} else None
 
 
-def splat(b: ir.IRBuilder, scalar: ir.Value) -> ir.Value:
+def splat(b: ir.IRBuilder, scalar: ir.Value, width: int = LANES) -> ir.Value:
     """``scalar`` in every lane."""
-    vec = ir.VectorType(scalar.type, LANES)
+    vec = ir.VectorType(scalar.type, width)
     first = b.insert_element(ir.Constant(vec, ir.Undefined), scalar, ir.Constant(I32, 0))
     return b.shuffle_vector(first, ir.Constant(vec, ir.Undefined),
-                            ir.Constant(ir.VectorType(I32, LANES), [0] * LANES))
+                            ir.Constant(ir.VectorType(I32, width), [0] * width))
 
 
-def lane_numbers() -> ir.Constant:
-    """``<0, 1, .., LANES - 1>`` as i64."""
-    return ir.Constant(ir.VectorType(I64, LANES), list(range(LANES)))
+def lane_numbers(width: int = LANES) -> ir.Constant:
+    """``<0, 1, .., width - 1>`` as i64."""
+    return ir.Constant(ir.VectorType(I64, width), list(range(width)))
 
 
 def lane_mask(b: ir.IRBuilder, init: ir.Value, bound: ir.Value) -> ir.Value:
@@ -244,10 +252,11 @@ def _suffix(element: ir.Type) -> str:
 
 
 def load(b: ir.IRBuilder, address: ir.Value, mask: ir.Value | None,
-         element: ir.Type = F32, passthru: ir.Value | None = None) -> ir.Value:
-    """LANES consecutive ``element`` values from ``address`` (the lanes off in ``mask``
-    are not read: they take ``passthru``'s value, or zero)."""
-    vec, align = ir.VectorType(element, LANES), alignment(element)
+         element: ir.Type = F32, passthru: ir.Value | None = None,
+         width: int = LANES) -> ir.Value:
+    """``width`` consecutive ``element`` values from ``address`` (the lanes off in
+    ``mask``, of LANES lanes, are not read: they take ``passthru``'s value, or zero)."""
+    vec, align = ir.VectorType(element, width), alignment(element)
     if mask is None:
         return b.load(address, typ=vec, align=align)
     fn = b.module.declare_intrinsic(
