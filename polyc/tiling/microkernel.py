@@ -44,7 +44,7 @@ from polyc.errors import PolycError
 from polyc.frontend.ops.conv import HALF_VECTOR_CHANNELS
 from polyc.islutil import multi_union, param_aff, statement_names, variable
 from polyc.tiling.cache import FLOAT_BYTES, Caches
-from polyc.tiling.contraction import Contraction
+from polyc.tiling.contraction import BLOCKING_NOMINAL, Contraction
 from polyc.tiling.epilogue import Attached
 from polyc.tiling.packing import Packed
 
@@ -127,7 +127,14 @@ FEW_ROWS_VECTORS = 8
 # too few for the threads to split, which then split the rows inside every block, and
 # on one thread each block re-read the input (squeezenet's conv1, 3 -> 96 channels,
 # 3 blocks 1.00 ms, 1 block 0.88; squeezenet default build, 1 / 2 threads: 6.95 ->
-# 6.60 ms, 4.09 -> 3.70).
+# 6.60 ms, 4.09 -> 3.70). A direct conv over output rows (a batch the threads can
+# split) with one k block splits its columns only when it has fewer than twice
+# PARALLEL_COLUMN_BLOCKS rows: otherwise the threads split the rows, once, and one
+# thread is not left with blocks that each re-read the input (default builds,
+# interleaved, 1 / 2 threads: mobilenetv3 1.679 -> 1.646 / 1.138 -> 1.058 ms,
+# mobilenetv2 6.296 -> 6.229 / 3.894 -> 3.810, efficientnet 9.802 -> 9.742 / 6.408 ->
+# 6.184, resnet18 0.965 -> 0.954 / 0.655 -> 0.614, squeezenet 7.109 -> 6.979 / 4.030
+# -> 3.929).
 PARALLEL_COLUMN_BLOCKS = 4
 
 
@@ -187,7 +194,8 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     - ``nc`` so the packed block ``kc x nc`` fills half of L2, reused by every row tile,
       and, ``parallel``, the columns make at least :data:`PARALLEL_COLUMN_BLOCKS`
       blocks (when there are as many register tiles; a narrower tile is taken when
-      that makes enough);
+      that makes enough) if there are several k blocks or fewer than twice as many
+      row tiles (a direct conv: output rows);
     - ``mc`` so a block of A ``mc x kc`` fills an eighth of L2 (row tiles per block;
       with column tiles inside row tiles it matters little).
 
@@ -223,11 +231,20 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     nc = _fit(caches.l2 // 2 // (steps * FLOAT_BYTES), nr, n)
     rows_inside = c.direct and c.shared_rows
     tiles = -(-n // nr)
+    row_tiles = _shared_rows(c) if rows_inside else -(-m // mr)
     if parallel and tiles >= PARALLEL_COLUMN_BLOCKS and (
-            k > kc or rows_inside or -(-m // mr) < 2 * PARALLEL_COLUMN_BLOCKS):
+            k > kc or row_tiles < 2 * PARALLEL_COLUMN_BLOCKS):
         nc = min(nc, nr * (tiles // PARALLEL_COLUMN_BLOCKS))
     mc = _fit(caches.l2 // 16 // (steps * FLOAT_BYTES), mr, m)
     return Blocking(mr, nr, mc, nc, kc)
+
+
+def _shared_rows(c: Contraction) -> int:
+    """The instances of a contraction's shared batch dims (a direct conv's output rows)."""
+    rows = 1
+    for d in c.shared_batch:
+        rows *= c.extents[d] if isinstance(c.extents[d], int) else BLOCKING_NOMINAL
+    return rows
 
 
 def _direct_tile(m: int, n: int) -> tuple[int, int]:
