@@ -122,6 +122,27 @@ def test_loop_nest_profile():
     assert profile.rows[0].bytes == 4000
 
 
+def test_a_repeated_subexpression_counts_once():
+    """A depthwise 3x3 conv + Clip is one statement whose body reads the conv's sum
+    three times (Clip is two selects around it); the code computes equal subtrees
+    once, and so does the count: 9 multiplies, 9 adds (onto the bias) and 2 selects
+    per output element, 20, where 75 had been counted."""
+    rng = np.random.default_rng(0)
+    weights = [("w", rng.standard_normal((8, 1, 3, 3)).astype(np.float32)),
+               ("b", rng.standard_normal(8).astype(np.float32)),
+               ("lo", np.array(0.0, np.float32)), ("hi", np.array(6.0, np.float32))]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="dw", group=8,
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Clip", ["c", "lo", "hi"], ["y"], name="clip")]
+    model = make_model(nodes, [("x", [1, 8, 12, 12])], ["y"], initializers=weights)
+    compiled = polyc.compile(model, profile=True, threads=1)
+    [part] = compiled.manifest["profile"]
+    assert part["flops"] == 20 * 8 * 12 * 12
+    inputs = random_inputs(model, 0)
+    np.testing.assert_allclose(compiled.run(inputs)["y"], run_onnxruntime(model, inputs)["y"],
+                               rtol=RTOL, atol=ATOL)
+
+
 @pytest.mark.parametrize("text", ["{ [i, j] : 0 <= i < 7 and 0 <= j < 5 }",
                                   "{ [i, j] : 0 <= i < 9 and 0 <= j <= i }",
                                   "[N] -> { [i, j] : 0 <= i < N and i <= j < 2 * i }"])

@@ -106,22 +106,27 @@ def _nbytes(scop: Scop, name: str) -> int:
 
 
 def _flops(scop: Scop, statement: Statement) -> int:
-    per_instance, _ = _float_ops(statement.body, statement, scop)
+    per_instance, _ = _float_ops(statement.body, statement, scop, set())
     return per_instance * instances(statement.domain, scop) if per_instance else 0
 
 
-def _float_ops(expr, statement: Statement, scop: Scop) -> tuple[int, str]:
+def _float_ops(expr, statement: Statement, scop: Scop, seen: set) -> tuple[int, str]:
     """The float arithmetic calls in a body (loads and integer arithmetic cost nothing)
-    and the body's dtype, in one walk."""
+    and the body's dtype, in one walk; a subtree equal to one counted already (in
+    ``seen``) costs nothing, as the code computes it once (Clip's ``x`` read three
+    times had counted a depthwise conv's sum three times)."""
     if isinstance(expr, Load):
         return 0, scop.array(statement.reads[expr.k].array).dtype
     if isinstance(expr, LoadAt):
-        ops, _ = _float_ops(expr.at, statement, scop)
+        ops, _ = _float_ops(expr.at, statement, scop, seen)
         return ops, scop.array(statement.reads[expr.k].array).dtype
     if not isinstance(expr, Call):
         return 0, expr.dtype
-    args = [_float_ops(arg, statement, scop) for arg in expr.args]
+    args = [_float_ops(arg, statement, scop, seen) for arg in expr.args]
     dtype = result_dtype(expr.fn, tuple(d for _, d in args))
+    if expr in seen:
+        return 0, dtype
+    seen.add(expr)
     return sum(ops for ops, _ in args) + dtype.startswith("float"), dtype
 
 

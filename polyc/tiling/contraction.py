@@ -77,8 +77,18 @@ class Contraction:
     @property
     def inner_size(self) -> int:
         """Instances of the inner reductions per ``k`` step (1 without them)."""
+        return self._instances(self.inner)
+
+    @property
+    def shared_size(self) -> int:
+        """Instances of the shared batch dims (a direct conv's output rows)."""
+        return self._instances(self.shared_batch)
+
+    def _instances(self, dims: tuple[int, ...]) -> int:
+        """The product of the extents of ``dims``, a symbolic one counted as
+        :data:`BLOCKING_NOMINAL`."""
         size = 1
-        for d in self.inner:
+        for d in dims:
             size *= self.extents[d] if isinstance(self.extents[d], int) else BLOCKING_NOMINAL
         return size
 

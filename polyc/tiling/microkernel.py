@@ -44,7 +44,7 @@ from polyc.errors import PolycError
 from polyc.frontend.ops.conv import HALF_VECTOR_CHANNELS
 from polyc.islutil import multi_union, param_aff, statement_names, variable
 from polyc.tiling.cache import FLOAT_BYTES, Caches
-from polyc.tiling.contraction import BLOCKING_NOMINAL, Contraction
+from polyc.tiling.contraction import Contraction
 from polyc.tiling.epilogue import Attached
 from polyc.tiling.packing import Packed
 
@@ -231,20 +231,12 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     nc = _fit(caches.l2 // 2 // (steps * FLOAT_BYTES), nr, n)
     rows_inside = c.direct and c.shared_rows
     tiles = -(-n // nr)
-    row_tiles = _shared_rows(c) if rows_inside else -(-m // mr)
+    row_tiles = c.shared_size if rows_inside else -(-m // mr)
     if parallel and tiles >= PARALLEL_COLUMN_BLOCKS and (
             k > kc or row_tiles < 2 * PARALLEL_COLUMN_BLOCKS):
         nc = min(nc, nr * (tiles // PARALLEL_COLUMN_BLOCKS))
     mc = _fit(caches.l2 // 16 // (steps * FLOAT_BYTES), mr, m)
     return Blocking(mr, nr, mc, nc, kc)
-
-
-def _shared_rows(c: Contraction) -> int:
-    """The instances of a contraction's shared batch dims (a direct conv's output rows)."""
-    rows = 1
-    for d in c.shared_batch:
-        rows *= c.extents[d] if isinstance(c.extents[d], int) else BLOCKING_NOMINAL
-    return rows
 
 
 def _direct_tile(m: int, n: int) -> tuple[int, int]:

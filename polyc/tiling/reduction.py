@@ -31,10 +31,24 @@ from __future__ import annotations
 import islpy as isl
 
 from polyc.codegen.vector import ACCUMULATOR_VECTORS, LANES
-from polyc.islutil import map_bottom_up, multi_union, span, statement_names, union_maps, union_of
+from polyc.islutil import (
+    map_bottom_up,
+    multi_union,
+    row_space,
+    span,
+    statement_names,
+    union_maps,
+    union_of,
+)
 from polyc.scheduler.graph import topological_sccs
 from polyc.scop.model import Scop, Statement
-from polyc.tiling.order import access_coefficients, band_rows, member_strides, moving_dims
+from polyc.tiling.order import (
+    access_coefficients,
+    band_rows,
+    coefficients,
+    member_strides,
+    moving_dims,
+)
 from polyc.tiling.rebuild import rebuild
 
 
@@ -117,17 +131,10 @@ def lane_block(extent: int | None) -> int | None:
 
 
 def _single_dim(row: isl.UnionPwAff, statement: Statement) -> int | None:
-    """The domain dim that the band member ``row`` of ``statement`` is, or None."""
-    aff = row.extract_pw_aff(statement.domain.get_space().from_domain()
-                             .add_dims(isl.dim_type.out, 1))
-    if aff.n_piece() != 1:
-        return None
-    found = []
-    aff.foreach_piece(lambda _, a: found.append(a))
-    coefs = [found[0].get_coefficient_val(isl.dim_type.in_, k).to_python()
-             for k in range(found[0].dim(isl.dim_type.in_))]
-    if sorted(coefs)[-1:] != [1] or sum(map(abs, coefs)) != 1 \
-            or found[0].get_constant_val().to_python() != 0:
+    """The domain dim that the band member ``row`` of ``statement`` is (a unit
+    coefficient on it alone), or None."""
+    coefs = coefficients(row.extract_pw_aff(row_space(statement.domain)))
+    if coefs is None or sorted(coefs) != [0] * (len(coefs) - 1) + [1]:
         return None
     return coefs.index(1)
 
