@@ -41,7 +41,7 @@ from polyc.codegen.vector import HALF, LANES
 from polyc.codegen.vector import MARK as VECTOR_MARK
 from polyc.codegen.vector import REGISTER_TILE as REGISTER_MARK
 from polyc.errors import PolycError
-from polyc.frontend.ops.conv import HALF_VECTOR_CHANNELS
+from polyc.frontend.ops.conv import ends_in_half_vector
 from polyc.islutil import multi_union, param_aff, statement_names, variable
 from polyc.tiling.cache import FLOAT_BYTES, Caches
 from polyc.tiling.contraction import Contraction
@@ -96,11 +96,6 @@ PACKED_DIRECT_COLUMNS = 32
 # time over onnxruntime's: 3->16 channels at 320x320 1.09-1.12 with 8 or 16 rows, 1.25
 # with 20, 1.33 with 24).
 NARROW_DIRECT_ACCUMULATORS = 16
-# A direct conv to 8 channels more than whole vectors, at most HALF_VECTOR_COLUMNS (24,
-# 40 and 56: MobileNet's and EfficientNet's projections, which the lowering no longer
-# rounds up to whole vectors), is one tile wide, its last 8 channels a half vector
-# (codegen's HALF lanes).
-HALF_VECTOR_COLUMNS = HALF_VECTOR_CHANNELS
 # With fewer rows than any tile (a conv over 1 to 4 pixels, as a transposed product), a
 # tile of all of them and as many vectors as make ACCUMULATORS, at most FEW_ROWS_VECTORS
 # (the loads of B per step: 2 per cycle keep pace with the FMAs), when the reduction has
@@ -242,9 +237,12 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
 def _direct_tile(m: int, n: int) -> tuple[int, int]:
     """The register tile of a direct conv with packed weights over ``m`` pixels of an
     output row and ``n`` channels (see :func:`choose_blocking`)."""
-    half_vector = LANES < n <= HALF_VECTOR_COLUMNS and n % LANES == HALF
+    # 24, 40 or 56 channels (MobileNet's and EfficientNet's projections), which the
+    # lowering computes as they are: one tile wide, its last 8 a half vector (codegen's
+    # HALF lanes)
+    half_vector = ends_in_half_vector(n)
     if n >= PACKED_DIRECT_COLUMNS or half_vector:
-        if half_vector:  # one tile wide, its last 8 channels a half vector
+        if half_vector:
             nr = n
         elif n % PACKED_DIRECT_COLUMNS == LANES:  # (a last tile of one vector)
             nr = LANES

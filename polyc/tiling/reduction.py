@@ -48,6 +48,7 @@ from polyc.tiling.order import (
     coefficients,
     member_strides,
     moving_dims,
+    statement_strides,
 )
 from polyc.tiling.rebuild import rebuild
 
@@ -90,7 +91,7 @@ def program_order_reductions(scop: Scop, schedule: isl.Schedule, keep: set[str]
 def _lane_blocks(scop: Scop, node: isl.ScheduleNode, chosen: set[str],
                  blocks: dict[str, int]) -> isl.ScheduleNode:
     """A program-order band of one chosen reduction whose innermost loop moves its
-    write by one element, with that loop cut into blocks of :func:`lane_block` lanes
+    write by one element, with that loop cut into blocks of :func:`_lane_block` lanes
     and the block loop put outermost: each block's sums stay in registers over the
     summed loops (codegen runs a few whole vectors of an accumulation unrolled). The
     instances that update one element keep their order (they share the block). The
@@ -103,12 +104,13 @@ def _lane_blocks(scop: Scop, node: isl.ScheduleNode, chosen: set[str],
     statement = scop.statement(next(iter(names)))
     partial = node.band_get_partial_schedule()
     last = partial.get_at(node.band_n_member() - 1)
-    strides = _innermost_strides(scop, isl.Schedule.from_domain(node.get_domain())
-                                 .insert_partial_schedule(partial))
+    [relation] = union_maps(node.band_get_partial_schedule_union_map()
+                            .intersect_domain(node.get_domain()))
+    write = (statement_strides(scop, relation) or [None])[0]  # per member
     dim = _single_dim(last, statement)
-    if dim is None or strides.get(statement.name, [0])[0] != 1:
+    if dim is None or write is None or write[-1] != 1:
         return node
-    block = lane_block(span(statement.domain, dim))
+    block = _lane_block(span(statement.domain, dim))
     if block is None:
         return node
     blocks[statement.name] = block
@@ -118,7 +120,7 @@ def _lane_blocks(scop: Scop, node: isl.ScheduleNode, chosen: set[str],
     return node.delete().insert_partial_schedule(multi_union(space, rows))
 
 
-def lane_block(extent: int | None) -> int | None:
+def _lane_block(extent: int | None) -> int | None:
     """Lanes per block of a reduction's innermost loop of ``extent`` iterations: the
     most whole vectors, at most ``ACCUMULATOR_VECTORS``, that divide it; None when it
     fits in one block or no such block divides it."""

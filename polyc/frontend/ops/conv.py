@@ -71,9 +71,9 @@ DIRECT_CHANNELS = 16
 # (a gather per tap), onnxruntime 0.03-0.05 ms.
 DIRECT_MAX_PADDING = 4 / 3
 # Except 8 more than whole vectors, up to this many (24, 40, 56): those are computed as
-# they are, the register tile's last 8 channels a half vector (HALF_VECTOR_COLUMNS of
-# polyc.tiling.microkernel). 1x1 conv 96 -> 24 + Relu at 56x56, channels-last, 1
-# thread: 0.165 ms as 32 channels, 0.085 ms for a conv to 16.
+# they are, the register tile's last 8 channels a half vector (ends_in_half_vector).
+# 1x1 conv 96 -> 24 + Relu at 56x56, channels-last, 1 thread: 0.165 ms as 32
+# channels, 0.085 ms for a conv to 16.
 HALF_VECTOR_CHANNELS = 56
 # Other channel counts, stride 1: a direct conv over a flat pixel grid of the padded
 # width (_flat_direct), when that grid rounded up to whole 64-wide register tiles is at
@@ -283,14 +283,18 @@ def _direct(ctx, X, W, B, win: Window):
 
 
 def _stored_channels(count):
-    """The output channels a direct conv to ``count`` computes: whole vectors, or
-    ``count`` itself when that is 8 more than whole vectors, at most
-    :data:`HALF_VECTOR_CHANNELS`."""
-    half = DIRECT_CHANNELS // 2
-    if isinstance(count, int) and DIRECT_CHANNELS < count <= HALF_VECTOR_CHANNELS \
-            and count % DIRECT_CHANNELS == half:
-        return count
-    return _whole_vectors(count)
+    """The output channels a direct conv to ``count`` computes: ``count`` itself when
+    :func:`ends_in_half_vector`, else whole vectors."""
+    return count if ends_in_half_vector(count) else _whole_vectors(count)
+
+
+def ends_in_half_vector(count) -> bool:
+    """Whether a direct conv to ``count`` output channels computes just those, its
+    register tile's last 8 a half vector: 8 more than whole vectors, more than one
+    vector and at most :data:`HALF_VECTOR_CHANNELS` (the tiler's rule too,
+    :mod:`polyc.tiling.microkernel`)."""
+    return isinstance(count, int) and DIRECT_CHANNELS < count <= HALF_VECTOR_CHANNELS \
+        and count % DIRECT_CHANNELS == DIRECT_CHANNELS // 2
 
 
 def _whole_vectors(count, lanes: int = DIRECT_CHANNELS):
