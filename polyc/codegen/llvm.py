@@ -24,7 +24,7 @@ import islpy as isl
 import numpy as np
 from llvmlite import ir
 
-from polyc.codegen import jam, parallel, scalars, sums, transpose, vector
+from polyc.codegen import folds, jam, parallel, scalars, sums, transpose, vector
 from polyc.codegen.ast import LoopProgram, Offset, children, parts
 from polyc.codegen.exprs import FAST, I1, I64, int_expr, value_name
 from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
@@ -299,6 +299,10 @@ class _LoopEmitter:
             return
         if lanes is not None:
             self.vector_loop(lanes)
+            return
+        fold = None if self.vector or self.register_tile else folds.fold_loop(self, node)
+        if fold is not None:
+            folds.emit(self, fold)
             return
         rows = None if self.vector or self.register_tile else jam.window_rows(self, node)
         if rows is not None:

@@ -59,7 +59,8 @@ EXP_POLY = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
 EXP_STEPS = 16  # exp's table form: x = n ln2/16 + r, a table of 2^(j/16), j = n mod 16
 EXP_TABLE = tuple(2.0 ** (j / EXP_STEPS) for j in range(EXP_STEPS))  # rounded to float32
 EXP_TABLE_POLY = (1 / 6, 0.5)  # (e^r - 1 - r) / r^2 ~ 1/2 + r/6, |r| <= ln2/32: r^4/24
-ROUNDING_MAGIC = 1.5 * 2.0 ** 23  # t + this rounds t to an integer held in the low bits
+# t + this rounds t to a multiple of 1/EXP_STEPS, held as n = t * EXP_STEPS in the low bits
+ROUNDING_MAGIC = 1.5 * 2.0 ** 23 / EXP_STEPS
 LOG_POLY = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
             1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
             3.3333331174e-1)  # (log(1+f) - f + f^2/2) / f^3, f in [sqrt(1/2)-1, sqrt(2)-1)
@@ -196,8 +197,7 @@ def _exp_clamped(b: ir.IRBuilder, x, *, upper: bool) -> ir.Value:
         if upper:
             clamped = _call(b, "llvm.minnum", clamped, fconst(typ, EXP_HI))
     if _table_form(typ):
-        er, nf = _exp_table_form(b, clamped)
-        exponent = b.fmul(nf, fconst(typ, 1 / EXP_STEPS))
+        er, exponent = _exp_table_form(b, clamped)
         if not direct:  # (vscalefps floors the exponent itself)
             exponent = _call(b, "llvm.floor", exponent)
     else:
@@ -214,35 +214,39 @@ def _exp_clamped(b: ir.IRBuilder, x, *, upper: bool) -> ir.Value:
 
 def _table_form(typ: ir.Type) -> bool:
     """Whether exp of ``typ`` takes the table form: 16 lanes on an AVX-512F host (the
-    table is one register there). The loops LLVM vectorizes itself (a Softmax's exp
-    fused with its sum) keep Cephes' form: the table read as a gather made a 1024x1024
-    Softmax 0.36 -> 0.65 ms, as a tree of selects 0.61 ms."""
+    table is one register there). The loops LLVM vectorizes itself keep Cephes' form:
+    when a 1024x1024 Softmax's exp and sum were such a loop, the table read as a gather
+    made it 0.36 -> 0.65 ms, as a tree of selects 0.61 ms (that loop is now polyc's
+    own, :mod:`polyc.codegen.folds`)."""
     return isinstance(typ, ir.VectorType) and typ.count == 16 and _has_avx512f()
 
 
 def _exp_table_form(b: ir.IRBuilder, x) -> tuple[ir.Value, ir.Value]:
-    """(T[n mod 16] e^r, n) for 16 lanes of a clamped x, e^x = that * 2^floor(n/16).
+    """(T[n mod 16] e^r, n/16) for 16 lanes of a clamped x, e^x = that * 2^floor(n/16).
 
     x = n ln2/16 + r with n = rint(16 x log2 e), |r| <= ln2/32 (ln2/16 split in two
     as ln 2 is in Cephes' form), T[j] = 2^(j/16) rounded to float32, read with one
     ``vpermps`` (which takes the index's low 4 bits) from a register, and e^r = 1 + r +
-    r^2 (1/2 + r/6). Adding 1.5 * 2^23 rounds 16 x log2 e to n and leaves n in the low
-    bits of the sum. That is 3 fewer of the FMA unit's instructions per vector than
-    Cephes' form: exp over 188,160 floats 38 -> 33 us, x * sigmoid(x) 57 -> 50 us (Zen
-    4); the error bounds rise a little (exp 1.011 -> 1.062 ulp, sigmoid 2.402 -> 3.149).
+    r^2 (1/2 + r/6). One FMA, x log2 e + 1.5 * 2^19, rounds x log2 e to a multiple of
+    1/16, n/16 (the sum's ulp), and leaves n in the low bits of the sum; n/16 is then
+    the exponent ``vscalefps`` floors. That is 4 fewer of the FMA unit's instructions
+    per vector than Cephes' form: exp over 188,160 floats 38 -> 33 us, x * sigmoid(x)
+    57 -> 50 us (Zen 4) with one fewer (n rounded as 16 x log2 e + 1.5 * 2^23, its
+    exponent a product by 1/16); the error bounds rise a little (exp 1.011 -> 1.062
+    ulp, sigmoid 2.402 -> 3.149; max over all floats 1.0615 and 3.1489 either way).
     """
     typ = x.type
     magic = fconst(typ, ROUNDING_MAGIC)
-    rounded = b.fadd(b.fmul(x, fconst(typ, EXP_STEPS * LOG2E)), magic)
-    nf = b.fsub(rounded, magic)
-    r = _fma(b, nf, fconst(typ, -LN2_HI / EXP_STEPS), x)
-    r = _fma(b, nf, fconst(typ, -LN2_LO / EXP_STEPS), r)
+    rounded = _fma(b, x, fconst(typ, LOG2E), magic)
+    steps = b.fsub(rounded, magic)  # n / 16
+    r = _fma(b, steps, fconst(typ, -LN2_HI), x)
+    r = _fma(b, steps, fconst(typ, -LN2_LO), r)
     index = b.bitcast(rounded, int_type(typ))
     permute = b.module.declare_intrinsic("llvm.x86.avx512.permvar.sf.512",
                                          fnty=ir.FunctionType(typ, [typ, index.type]))
     table = b.call(permute, [ir.Constant(typ, list(EXP_TABLE)), index])
     p = _fma(b, _horner(b, r, EXP_TABLE_POLY), b.fmul(r, r), r)
-    return _fma(b, table, p, table), nf
+    return _fma(b, table, p, table), steps
 
 
 def _scale_vector(typ: ir.Type) -> bool:
