@@ -172,11 +172,11 @@ def test_reduction_blocks_are_equal():
 
 
 def test_blocking_for_threads_takes_a_tile_that_splits_the_columns():
-    """Run on threads, 49 rows (a 1x1 conv at 7x7) by 192 columns take 8x48 register
-    tiles, four column blocks the threads split at the outermost loop, not the 6x64
-    tiles of one thread (three column blocks: the threads would split the row tiles
-    inside every k block); results match onnxruntime."""
-    model = matmul_model(49, 1152, 192)
+    """Run on threads, 50 rows by 192 columns take 8x48 register tiles, four column
+    blocks the threads split at the outermost loop, not the 6x64 tiles of one thread
+    (three column blocks: the threads would split the row tiles inside every k block);
+    results match onnxruntime."""
+    model = matmul_model(50, 1152, 192)
     c = untiled_contraction(model)
     caches = Caches(48 * 1024, 1024 * 1024, 32 * 1024 ** 2)
     one_thread = choose_blocking(c, caches)
@@ -190,6 +190,27 @@ def test_blocking_for_threads_takes_a_tile_that_splits_the_columns():
     expected = run_onnxruntime(model, inputs)["y"]  # largest output
     np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL,
                                atol=1e-5 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("columns", [144, 200])
+def test_few_rows_that_seven_divides_take_seven_row_tiles(columns):
+    """49 rows (a 1x1 conv at 7x7 as a product) take 7x48 tiles instead of 6x64 with a
+    last tile of one row, also when 48 does not divide the columns (200: a partial
+    column tile) on one thread; on threads only when it does. 196 rows keep their
+    tile. Results match onnxruntime on both builds."""
+    caches = Caches(48 * 1024, 1024 * 1024, 32 * 1024 ** 2)
+    model = matmul_model(49, 96, columns)
+    c = untiled_contraction(model)
+    assert (choose_blocking(c, caches).mr, choose_blocking(c, caches).nr) == (7, 48)
+    threads = choose_blocking(c, caches, parallel=True)
+    assert ((threads.mr, threads.nr) == (7, 48)) == (columns % 48 == 0)
+    bigger = choose_blocking(untiled_contraction(matmul_model(196, 96, columns)), caches)
+    assert bigger.mr != 7
+    inputs = random_inputs(model, seed=2)
+    expected = run_onnxruntime(model, inputs)["y"]
+    for count in (1, 2):
+        got = polyc.compile(model, threads=count).run(inputs)["y"]
+        np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
 
 
 @pytest.mark.parametrize("transposed", [False, True])

@@ -82,7 +82,7 @@ def fold_loop(emitter, node: isl.AstNode) -> FoldLoop | None:
                 or any(r.lookup is not None for r in instance.statement.reads) \
                 or arrays[0] in written:
             return None
-        written[arrays[0]] = vector._form(offsets[0]) if strides[0] else None
+        written[arrays[0]] = vector.offset_form(offsets[0]) if strides[0] else None
         lanes = vector.Lanes(iterator, init, bound, False, user, strides)
         statements.append(lanes if strides[0] else _fold(emitter, lanes, arrays, offsets))
     if None in statements or not any(isinstance(s, Fold) for s in statements) or not any(
@@ -94,7 +94,7 @@ def fold_loop(emitter, node: isl.AstNode) -> FoldLoop | None:
         for k, (offset, name) in enumerate(zip(emitter._offsets(user)[1:],
                                                emitter._arrays(user)[1:])):
             if name in written and k != own and (
-                    written[name] is None or vector._form(offset) != written[name]):
+                    written[name] is None or vector.offset_form(offset) != written[name]):
                 return None
     return FoldLoop(iterator, init, bound, tuple(statements))
 
@@ -109,7 +109,8 @@ def _fold(emitter, lanes: vector.Lanes, arrays, offsets) -> Fold | None:
             or emitter._dtype(statement.write.array) != "float32":
         return None
     own = [k for k, name in enumerate(arrays[1:]) if name == arrays[0]]
-    if len(own) != 1 or vector._form(offsets[1 + own[0]]) != vector._form(offsets[0]) \
+    element = vector.offset_form(offsets[0])
+    if len(own) != 1 or element is None or vector.offset_form(offsets[1 + own[0]]) != element \
             or Load(own[0]) not in body.args or any(
                 arg != Load(own[0]) and Load(own[0]) in _loads(arg) for arg in body.args):
         return None

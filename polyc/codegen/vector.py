@@ -139,14 +139,14 @@ def loop_lanes(node: isl.AstNode, offsets, arrays) -> Lanes | None:
     strides = tuple(offset_stride(offset, iterator) for offset in exprs)
     if strides[0] != 1 or any(stride not in (0, 1) for stride in strides):
         return None
-    written = _form(exprs[0])
+    written = offset_form(exprs[0])
     for offset, name in zip(exprs[1:], names[1:]):
-        if name == names[0] and (written is None or _form(offset) != written):
+        if name == names[0] and (written is None or offset_form(offset) != written):
             return None
     return Lanes(iterator, init, bound, False, body, strides)
 
 
-def _form(offset) -> tuple | None:
+def offset_form(offset) -> tuple | None:
     """An offset as a comparable linear form (per dim for a symbolic shape), or None."""
     forms = [linear(index) for index in (offset if isinstance(offset, tuple) else (offset,))]
     if any(form is None for form in forms):

@@ -72,6 +72,16 @@ FEW_ROWS_STEPS = 256
 # were blocked for threads (LLVM kept the full tile's 24 accumulators in registers
 # around the partial tile's loop, which spilled), 28 us with 8x32 (116 GFLOP/s).
 FEW_ROW_TILES = 4
+# A product of at most this many rows that its tile's height leaves a partial tile of,
+# and that SEVEN_ROW_TILE's rows divide (a 1x1 conv over 7x7 pixels: 49 = 8 x 6 + 1),
+# takes that tile, even with a partial column tile (1 thread, interleaved with
+# onnxruntime, 6x64 -> 7x48, 1x1 convs at 7x7 over onnxruntime's time: 960 -> 320
+# 0.96 -> 0.92, 160 -> 960 0.97 -> 0.92, 320 -> 1280 0.98 -> 0.94, 512 -> 2048 0.96 ->
+# 0.94, 2048 -> 512 0.97 -> 0.95; at 14x14, 196 rows, within noise). In parallel only
+# when 48 divides the columns: the threads' column blocks of 2048 -> 512 were then 3 x
+# 96 and 2 x 96 + 32 (0.555 -> 0.593 ms; 6x64: 2 x 128 each); 160 -> 960 0.133 -> 0.101.
+SEVEN_ROWS = 64
+SEVEN_ROW_TILE = (7, 48)  # 21 accumulators
 # A direct conv's tile (weights packed, output channels in the lanes) is 6 to 8 pixels
 # of an output row x 32 channels, as many pixels as leave the fewest to a partial tile
 # (7 before 8 before 6): 3x3 convs + Relu, 1 thread, time over onnxruntime's with 5x64
@@ -171,7 +181,8 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     """Sizes from the shape and the caches:
 
     - the register tile that leaves the fewest columns (then rows) to partial tiles
-      (of :data:`SYMBOLIC_ROW_TILES` when the rows are symbolic); rows first with
+      (of :data:`SYMBOLIC_ROW_TILES` when the rows are symbolic; 7x48 for a few rows
+      that 7 divides, :data:`SEVEN_ROWS`); rows first with
       inner reductions (a direct convolution), :data:`PACKED_DIRECT_ROWS` (or
       :data:`EXACT_DIRECT_ROWS`) x :data:`PACKED_DIRECT_COLUMNS` when its weights are
       packed (one vector wide when that would leave a last tile of one vector;
@@ -209,6 +220,10 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
                  if m % t[0] == 0 and columns(t) == 0]
         if exact:
             mr, nr = max(exact, key=lambda t: t[0] * t[1])
+    if not c.inner and m % mr and m <= SEVEN_ROWS and m % SEVEN_ROW_TILE[0] == 0 \
+            and n >= SEVEN_ROW_TILE[1] and tiles is REGISTER_TILES \
+            and (not parallel or columns(SEVEN_ROW_TILE) == 0):
+        mr, nr = SEVEN_ROW_TILE
     if parallel and not c.inner and n // nr < PARALLEL_COLUMN_BLOCKS and columns((mr, nr)) == 0:
         split = [t for t in tiles if columns(t) == 0 and n // t[1] >= PARALLEL_COLUMN_BLOCKS
                  and m % t[0] <= m % mr]
