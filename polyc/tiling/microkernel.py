@@ -77,9 +77,12 @@ FEW_ROW_TILES = 4
 # takes that tile, even with a partial column tile (1 thread, interleaved with
 # onnxruntime, 6x64 -> 7x48, 1x1 convs at 7x7 over onnxruntime's time: 960 -> 320
 # 0.96 -> 0.92, 160 -> 960 0.97 -> 0.92, 320 -> 1280 0.98 -> 0.94, 512 -> 2048 0.96 ->
-# 0.94, 2048 -> 512 0.97 -> 0.95; at 14x14, 196 rows, within noise). In parallel only
-# when 48 divides the columns: the threads' column blocks of 2048 -> 512 were then 3 x
-# 96 and 2 x 96 + 32 (0.555 -> 0.593 ms; 6x64: 2 x 128 each); 160 -> 960 0.133 -> 0.101.
+# 0.94, 2048 -> 512 0.97 -> 0.95; at 14x14, 196 rows, within noise). In parallel when
+# the busier of two threads then computes fewer rows x columns (:func:`_two_thread_work`),
+# its column blocks sized to balance them (:func:`_balanced_share`): with blocks of
+# PARALLEL_COLUMN_BLOCKS, 2048 -> 512's were 3 x 96 and 2 x 96 + 32 (0.555 -> 0.593 ms;
+# 6x64: 2 x 128 each, kept). Default builds, 2 threads: 960 -> 320 0.178 -> 0.152 ms,
+# 160 -> 960 0.082 -> 0.076, 320 -> 1280 0.234 -> 0.197, 512 -> 2048 0.512 -> 0.487.
 SEVEN_ROWS = 64
 SEVEN_ROW_TILE = (7, 48)  # 21 accumulators
 # A direct conv's tile (weights packed, output channels in the lanes) is 6 to 8 pixels
@@ -221,8 +224,9 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
         if exact:
             mr, nr = max(exact, key=lambda t: t[0] * t[1])
     if not c.inner and m % mr and m <= SEVEN_ROWS and m % SEVEN_ROW_TILE[0] == 0 \
-            and n >= SEVEN_ROW_TILE[1] and tiles is REGISTER_TILES \
-            and (not parallel or columns(SEVEN_ROW_TILE) == 0):
+            and n >= SEVEN_ROW_TILE[1] and tiles is REGISTER_TILES and (
+                not parallel or _two_thread_work(m, n, SEVEN_ROW_TILE, _balanced_share)
+                < _two_thread_work(m, n, (mr, nr), _floor_share)):
         mr, nr = SEVEN_ROW_TILE
     if parallel and not c.inner and n // nr < PARALLEL_COLUMN_BLOCKS and columns((mr, nr)) == 0:
         split = [t for t in tiles if columns(t) == 0 and n // t[1] >= PARALLEL_COLUMN_BLOCKS
@@ -244,9 +248,39 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     row_tiles = c.shared_size if rows_inside else -(-m // mr)
     if parallel and tiles >= PARALLEL_COLUMN_BLOCKS and (
             k > kc or row_tiles < 2 * PARALLEL_COLUMN_BLOCKS):
-        nc = min(nc, nr * (tiles // PARALLEL_COLUMN_BLOCKS))
+        share = _balanced_share if (mr, nr) == SEVEN_ROW_TILE else _floor_share
+        nc = min(nc, nr * share(tiles))
     mc = _fit(caches.l2 // 16 // (steps * FLOAT_BYTES), mr, m)
     return Blocking(mr, nr, mc, nc, kc)
+
+
+def _floor_share(tiles: int) -> int:
+    """Column tiles per block on threads: PARALLEL_COLUMN_BLOCKS blocks or more."""
+    return max(tiles // PARALLEL_COLUMN_BLOCKS, 1)
+
+
+def _balanced_share(tiles: int) -> int:
+    """Column tiles per block on threads for a tile whose last column tile is partial
+    (7x48): the most, at most :func:`_floor_share`, that leave the busier of two
+    threads the fewest tiles (43 tiles in blocks of 10 split 30 / 13 between them, in
+    blocks of 2, 22 / 21)."""
+    return min(range(1, _floor_share(tiles) + 1), key=lambda s: (_busier(tiles, s), -s))
+
+
+def _busier(tiles: int, share: int) -> int:
+    """The column tiles of the busier of two threads that split blocks of ``share``
+    tiles (the first thread takes the first half of the blocks, rounded up)."""
+    blocks = -(-tiles // share)
+    return min((blocks + 1) // 2 * share, tiles)
+
+
+def _two_thread_work(m: int, n: int, tile: tuple[int, int], share) -> int:
+    """Rows x columns the busier of two threads computes with ``tile`` when they split
+    its column tiles in blocks of ``share(tiles)`` (rows rounded up to whole tiles):
+    49 x 2048 with 7x48 tiles 49 x 1056, with 6x64 54 x 1024."""
+    mr, nr = tile
+    tiles = -(-n // nr)
+    return -(-m // mr) * mr * _busier(tiles, share(tiles)) * nr
 
 
 def _direct_tile(m: int, n: int) -> tuple[int, int]:
