@@ -11,11 +11,15 @@ the elementwise ones as in a vector loop, and each fold (``s = s + v`` or ``m =
 max(m, v)``, ``s`` not moving along the loop) into a vector of partial results, one per
 lane, started at the operation's identity before the loop and combined lane by lane
 (a tree of shuffles) and with the element's value after it. The sum is then added in
-another order than the program's: only with ``reassoc`` allowed (``fast_math``).
+another order than the program's: only with ``reassoc`` allowed (``fast_math``). A
+1024x1024 Softmax, 1 thread, an artifact called in a loop: 0.37 -> 0.35 ms, 0.31 with
+exp's rounding in one FMA (:mod:`polyc.codegen.vecmath`); the exp loop had been ~70% of
+its samples (``perf record``), the row max and the scaling ~15% each.
 
-Only loops with an elementwise statement beside the fold take this form: a loop that is
-a fold alone (a ReduceSum row) is left to LLVM, which keeps four vectors of partial
-results (a single one would bind a max's loop to the latency of ``vmaxps``).
+Only loops that call exp (or sigmoid, tanh, erf: functions of it) take this form: a
+fold of cheap operations (a ReduceSum or ReduceMax row) is left to LLVM, which keeps
+four vectors of partial results (a single one would bind a max's loop to the latency
+of ``vmaxps``).
 """
 
 from __future__ import annotations
@@ -58,11 +62,12 @@ class FoldLoop:
 
 
 def fold_loop(emitter, node: isl.AstNode) -> FoldLoop | None:
-    """The fold form of the ``for`` node ``node``, or None: its body a block of
-    statements of stride 0 or 1 along the loop in every access, at least one
-    elementwise and at least one a float32 fold whose array nothing else in the loop
-    touches, and every array written in the loop read there only at its write's offset
-    (each chunk of lanes then reads what the scalar loop's iterations read)."""
+    """The fold form of the ``for`` node ``node``, or None: its body one statement or a
+    block of them, of stride 0 or 1 along the loop in every access, at least one a
+    float32 fold whose array nothing else in the loop touches, one calling a
+    :data:`COSTLY` function, and every array written in the loop read there only at
+    its write's offset (each chunk of lanes then reads what the scalar loop's
+    iterations read); built with fast-math only."""
     if not emitter.reassociate or node.get_type() != isl.ast_node_type.for_:
         return None
     body = node.for_get_body()
