@@ -31,10 +31,13 @@ def softmax64(x: np.ndarray, log: bool) -> np.ndarray:
 
 
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
-@pytest.mark.parametrize("shape", [(5, 37), (3, 64), (2, 3, 200)])
-def test_softmax_rows_fold_their_sums(op, shape):
+@pytest.mark.parametrize("shape,threads", [((5, 37), 1), ((3, 64), 1), ((2, 3, 200), 1),
+                                          ((7, 37), 2)])
+def test_softmax_rows_fold_their_sums(op, shape, threads):
+    """On one thread, and on two (the row loop parallel, the fold in each thread's
+    outlined loop body)."""
     model = rows_model(op, shape)
-    compiled = polyc.compile(model, threads=1)
+    compiled = polyc.compile(model, threads=threads)
     assert FOLDED in compiled.compilation.llvm_ir
     inputs = {"x": (random_inputs(model, 11)["x"] * 20).astype(np.float32)}
     got = compiled.run(inputs)["y"]
