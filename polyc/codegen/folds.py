@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import islpy as isl
 from llvmlite import ir
 
-from polyc.codegen import scalars, vector
+from polyc.codegen import scalars, sums, vector
 from polyc.codegen.ast import children
-from polyc.codegen.exprs import F32, I64
+from polyc.codegen.exprs import F32
 from polyc.frontend.core import Call
 from polyc.scop.model import Load
 
@@ -78,9 +78,10 @@ def fold_loop(emitter, node: isl.AstNode) -> FoldLoop | None:
             or trips is not None and trips < vector.LANES:
         return None
     iterator, init, bound = loop
-    statements, written = [], {}
+    statements, written, accesses = [], {}, []
     for user in users:
         offsets, arrays = emitter._offsets(user), emitter._arrays(user)
+        accesses.append((offsets, arrays))
         strides = tuple(vector.offset_stride(offset, iterator) for offset in offsets)
         instance = emitter.program.instance(user)
         if any(s not in (0, 1) for s in strides) or any(instance.guards) \
@@ -93,11 +94,9 @@ def fold_loop(emitter, node: isl.AstNode) -> FoldLoop | None:
     if None in statements or not any(isinstance(s, Fold) for s in statements) or not any(
             _calls(emitter.program.instance(u).statement.body) & COSTLY for u in users):
         return None
-    for statement in statements:
-        user = statement.lanes.user if isinstance(statement, Fold) else statement.user
+    for statement, (offsets, arrays) in zip(statements, accesses):
         own = statement.k if isinstance(statement, Fold) else None
-        for k, (offset, name) in enumerate(zip(emitter._offsets(user)[1:],
-                                               emitter._arrays(user)[1:])):
+        for k, (offset, name) in enumerate(zip(offsets[1:], arrays[1:])):
             if name in written and k != own and (
                     written[name] is None or vector.offset_form(offset) != written[name]):
                 return None
@@ -117,7 +116,7 @@ def _fold(emitter, lanes: vector.Lanes, arrays, offsets) -> Fold | None:
     element = vector.offset_form(offsets[0])
     if len(own) != 1 or element is None or vector.offset_form(offsets[1 + own[0]]) != element \
             or Load(own[0]) not in body.args or any(
-                arg != Load(own[0]) and Load(own[0]) in _loads(arg) for arg in body.args):
+                arg != Load(own[0]) and Load(own[0]) in sums.loads(arg) for arg in body.args):
         return None
     return Fold(lanes, body.fn, own[0])
 
@@ -127,12 +126,6 @@ def _calls(expr) -> set[str]:
     if not isinstance(expr, Call):
         return set()
     return {expr.fn}.union(*map(_calls, expr.args))
-
-
-def _loads(expr) -> set:
-    if isinstance(expr, Load):
-        return {expr}
-    return set().union(*map(_loads, expr.args)) if isinstance(expr, Call) else set()
 
 
 def emit(emitter, loop: FoldLoop) -> None:
@@ -146,15 +139,8 @@ def emit(emitter, loop: FoldLoop) -> None:
             partial[statement] = emitter.entry_alloca(vec, "fold")
             b.store(ir.Constant(vec, [IDENTITY[statement.fn]] * vector.LANES),
                     partial[statement])
-    slot = emitter._iterator_slot(loop.iterator)
-    b.store(emitter.int_value(loop.init), slot)
-    bound = emitter.int_value(loop.bound)
-    emitter.chunks(slot, vector.LANES, bound, lambda: _chunk(emitter, loop, partial, None), "f")
-    trips = vector.iterations(loop.init, loop.bound)
-    if trips is None or trips % vector.LANES:
-        start = b.load(slot, typ=I64)
-        with b.if_then(b.icmp_signed("<=", start, bound)):
-            _chunk(emitter, loop, partial, vector.lane_mask(b, start, bound))
+    emitter.lane_chunks(loop.iterator, loop.init, loop.bound,
+                        lambda mask: _chunk(emitter, loop, partial, mask), "f")
     for fold, slot in partial.items():
         _finish(emitter, fold, b.load(slot, typ=vec))
 

@@ -314,20 +314,28 @@ class _LoopEmitter:
         """The whole loop ``init..bound``, :data:`vector.LANES` iterations at a time, the
         last ones (fewer than LANES) masked; with ``rows``, each vector for several rows
         (:func:`jam.jammed_vectors`)."""
-        b = self.builder
-        slot = self._iterator_slot(lanes.iterator)
-        b.store(self.int_value(lanes.init), slot)
-        bound = self.int_value(lanes.bound)
-        latch = self.chunks(slot, vector.LANES, bound, lambda: self._vector_rows(lanes, None, rows),
-                            "v")
+        latch = self.lane_chunks(lanes.iterator, lanes.init, lanes.bound,
+                                 lambda mask: self._vector_rows(lanes, mask, rows), "v")
         if self._unrolled_vector_loop(lanes):
             latch.set_metadata("llvm.loop", unroll_hint(self.fn.module))
-        trips = vector.iterations(lanes.init, lanes.bound)
+
+    def lane_chunks(self, iterator: str, init: isl.AstExpr, bound: isl.AstExpr,
+                    body: Callable[[ir.Value | None], None], kind: str) -> ir.Instruction:
+        """``body(None)`` for each :data:`vector.LANES` iterations of ``iterator`` from
+        ``init`` to ``bound`` (inclusive), then ``body(mask)`` once for the fewer left,
+        if any; the whole chunks' latch branch, for loop metadata."""
+        b = self.builder
+        slot = self._iterator_slot(iterator)
+        b.store(self.int_value(init), slot)
+        last = self.int_value(bound)
+        latch = self.chunks(slot, vector.LANES, last, lambda: body(None), kind)
+        trips = vector.iterations(init, bound)
         if trips is not None and trips % vector.LANES == 0:
-            return  # whole vectors only
+            return latch  # whole vectors only
         start = b.load(slot, typ=I64)
-        with b.if_then(b.icmp_signed("<=", start, bound)):
-            self._vector_rows(lanes, vector.lane_mask(b, start, bound), rows)
+        with b.if_then(b.icmp_signed("<=", start, last)):
+            body(vector.lane_mask(b, start, last))
+        return latch
 
     def chunks(self, slot: ir.AllocaInstr, size: int, last: ir.Value, body: Callable[[], None],
                kind: str, step: int = 1) -> ir.Instruction:
