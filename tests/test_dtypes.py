@@ -146,13 +146,6 @@ def test_castlike_takes_the_type_of_a_computed_tensor():
     check(model)
 
 
-def test_cast_to_an_unsupported_type_names_node_and_tensor():
-    model = make_model([node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE, name="to64"),
-                        node("Cast", ["d"], ["y"], to=F)], [("x", (3,))], [("y", (3,))])
-    with pytest.raises(UnsupportedDtypeError, match="Cast node 'to64'.*'x' to dtype float64"):
-        polyc.compile(model)
-
-
 # -- integer division and modulo -------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [I64, I32])
@@ -384,15 +377,6 @@ def test_jit_and_aot_round_trip_with_int_inputs_and_outputs(tmp_path):
             assert_same(out[name], want, name)
     with pytest.raises(polyc.InputError, match="dtype int32, expected int64"):
         compiled.run({**inputs, "ids": inputs["ids"].astype(np.int32)})
-
-
-def test_float16_input_is_refused_naming_the_tensor():
-    model = make_model([node("Cast", ["h"], ["y"], to=F)], [("h", (3,), TensorProto.FLOAT16)],
-                       [("y", (3,))])
-    with pytest.raises(UnsupportedDtypeError,
-                       match="graph input 'h' has dtype float16; polyc compiles float32, "
-                             "int64, int32 and bool only"):
-        polyc.compile(model)
 
 
 def test_float_only_op_on_integers_is_refused_naming_the_node():

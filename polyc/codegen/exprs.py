@@ -25,6 +25,7 @@ from polyc.frontend.core import TRIGONOMETRIC
 I1 = ir.IntType(1)
 I64 = ir.IntType(64)
 F32 = ir.FloatType()
+F64 = ir.DoubleType()
 FAST = ("reassoc", "contract", "arcp")  # arcp: x / y may be x * (1 / y)
 
 op = isl.ast_expr_op_type
@@ -170,4 +171,38 @@ FLOAT_FUNCTIONS = {
     "select": lambda b, c, x, y: b.select(c, x, y),
     # libm's sinf, cosf, ... (LLVM calls them lane by lane in vector code)
     **{fn: _call_intrinsic(f"llvm.{fn}") for fn in TRIGONOMETRIC},
+}
+
+
+def _libm(name: str):
+    """A call of libm's double function ``name`` (no LLVM intrinsic for it), lane by
+    lane on a vector."""
+    def emit(b: ir.IRBuilder, x):
+        fn = b.module.globals.get(name) or ir.Function(
+            b.module, ir.FunctionType(F64, [F64]), name)
+        if not isinstance(x.type, ir.VectorType):
+            return b.call(fn, [x])
+        result = ir.Constant(x.type, None)
+        for lane in range(x.type.count):
+            at = ir.Constant(ir.IntType(32), lane)
+            result = b.insert_element(result, b.call(fn, [b.extract_element(x, at)]), at)
+        return result
+    return emit
+
+
+def _sigmoid64(b: ir.IRBuilder, x):
+    """1 / (1 + exp(-x)) in double (libm's exp)."""
+    one = fconst(x.type, 1.0)
+    return b.fdiv(one, b.fadd(one, _call_intrinsic("llvm.exp")(b, b.fneg(x))))
+
+
+# float64: the float32 table with libm's double functions where float32 has polyc's
+# polynomials (their error bounds are float32's)
+FLOAT64_FUNCTIONS = {
+    **FLOAT_FUNCTIONS,
+    "exp": _call_intrinsic("llvm.exp"),
+    "log": _call_intrinsic("llvm.log"),
+    "tanh": _libm("tanh"),
+    "sigmoid": _sigmoid64,
+    "erf": _libm("erf"),
 }

@@ -37,7 +37,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import islpy as isl
-import numpy as np
 
 from polyc.errors import IllegalScheduleError
 from polyc.islutil import linear_aff, offset_strides, united
@@ -256,4 +255,4 @@ def _static_temp(scop: Scop, name: str) -> bool:
 
 
 def _itemsize(scop: Scop, name: str) -> int:
-    return np.dtype(scop.array(name).dtype).itemsize
+    return scop.array(name).itemsize

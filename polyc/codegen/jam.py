@@ -142,7 +142,9 @@ def jammed_vectors(emitter, lanes: vector.Lanes, mask, rows: Rows) -> None:
         value, dtype = emitter._body(statement.body, loader(copy), vector.LANES, memos[copy])
         at_row(copy)
         address = emitter._address(statement.write.array, instance.write)
-        vector.store(b, scalars.to_memory(b, value, dtype), address, mask)
+        vector.store(b, scalars.to_memory(b, value, dtype,
+                                          emitter._memory_type(statement.write.array)),
+                     address, mask)
     emitter.row_shift = None
     b.store(first, slot)
 

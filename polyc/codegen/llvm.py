@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 import islpy as isl
-import numpy as np
 from llvmlite import ir
 
 from polyc.codegen import folds, jam, parallel, scalars, sums, transpose, vector
@@ -111,7 +110,7 @@ def _symbolic_offsets(b: ir.IRBuilder, scop: Scop, program: LoopProgram, plan: B
     lookup = values.__getitem__
     for name in plan.symbolic:
         array = scop.array(name)
-        size = ir.Constant(I64, np.dtype(array.dtype).itemsize)
+        size = ir.Constant(I64, array.itemsize)
         for extent in array.shape:
             size = b.mul(size, _extent_value(b, program, extent, lookup))
         rounded = b.and_(b.add(size, ir.Constant(I64, ALIGN - 1)), ir.Constant(I64, -ALIGN))
@@ -561,7 +560,9 @@ class _LoopEmitter:
 
         value, dtype = self._body(statement.body, load, lanes.width)
         address = self._address(statement.write.array, instance.write)
-        vector.store(b, scalars.to_memory(b, value, dtype), address, mask)
+        vector.store(b, scalars.to_memory(b, value, dtype,
+                                          self._memory_type(statement.write.array)),
+                     address, mask)
 
     def vector_load(self, lanes: vector.Lanes, k: int, mask) -> tuple[ir.Value, str]:
         """The value of read ``k`` of the vector statement ``lanes`` and its dtype."""
@@ -659,7 +660,8 @@ class _LoopEmitter:
                                 access.fill)
         if lanes.strides[1 + k]:
             return scalars.from_memory(b, vector.load(b, address, inside, element,
-                                                      scalars.to_memory(b, fill, dtype)), dtype)
+                                                      scalars.to_memory(b, fill, dtype, element)),
+                                       dtype)
         # one element for every lane: loaded at the first lane's clamped offset, always
         # inside, unless the guard varies along the lanes: the first lane may then be
         # outside and its clamped element another one (a 1x1 window with padding and
@@ -701,7 +703,7 @@ class _LoopEmitter:
 
         value, dtype = self._body(statement.body, load, None)
         element = self._memory_type(statement.write.array)
-        self.builder.store(scalars.to_memory(self.builder, value, dtype),
+        self.builder.store(scalars.to_memory(self.builder, value, dtype, element),
                            self._address(statement.write.array, instance.write),
                            align=scalars.alignment(element))
 
@@ -709,7 +711,7 @@ class _LoopEmitter:
         return self.program.arrays[array].dtype
 
     def _memory_type(self, array: str) -> ir.Type:
-        return scalars.MEMORY[self._dtype(array)]
+        return scalars.MEMORY[self.program.arrays[array].storage]
 
     def _address(self, array: str, offset: Offset) -> ir.Value:
         return self.builder.gep(self._pointer(array), [self._element(array, offset)],

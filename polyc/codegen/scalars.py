@@ -1,33 +1,43 @@
 """Typed values: the LLVM types of each dtype, and core functions and casts per type.
 
-A value of dtype ``float32`` is ``float``, ``int64``/``int32`` are ``i64``/``i32`` and
-``bool`` is ``i1`` in registers but one byte (``i8``, 0 or 1: numpy's bool_) in memory.
-Vector statements use ``<16 x T>`` of the same element types. Float functions are
-:data:`polyc.codegen.exprs.FLOAT_FUNCTIONS`; integers wrap around (two's complement:
-``add``/``sub``/``mul`` carry no ``nsw``, so overflow is defined), and division never
-reaches LLVM's undefined cases: a zero divisor gives 0 and ``MIN / -1`` gives ``MIN``
-(onnxruntime traps on both). Casts are ``core.CASTS``: float -> integer gives the
-integer minimum for NaN, infinities and values out of range, as onnxruntime does on
-x86-64 (``cvttss2si``), without LLVM's poison for those inputs.
+A value of dtype ``float32`` is ``float``, ``float64`` is ``double``, the integers are
+``i64`` to ``i8`` (signless: the unsigned types' functions compare and divide unsigned)
+and ``bool`` is ``i1`` in registers but one byte (``i8``, 0 or 1: numpy's bool_) in
+memory; ``float16`` is ``half`` in memory and ``float`` in registers (rounded to
+nearest-even when stored or cast to it). Vector statements use ``<16 x T>`` of the same
+element types. Float functions are :data:`polyc.codegen.exprs.FLOAT_FUNCTIONS` (and
+``FLOAT64_FUNCTIONS``); integers wrap around (two's complement: ``add``/``sub``/``mul``
+carry no ``nsw``, so overflow is defined), and division never reaches LLVM's undefined
+cases: a zero divisor gives 0 and ``MIN / -1`` gives ``MIN`` (onnxruntime traps on
+both). Casts are ``core.CASTS``: float -> integer gives what onnxruntime gives on x86-64
+(``cvttss2si``) for NaN, infinities and values out of range, without LLVM's poison for
+those inputs.
 """
 
 from __future__ import annotations
 
 from llvmlite import ir
 
-from polyc.codegen.exprs import F32, FLOAT_FUNCTIONS, I1, I64, fconst
+from polyc.codegen.exprs import F32, F64, FLOAT64_FUNCTIONS, FLOAT_FUNCTIONS, I1, I64, fconst
+from polyc.frontend.core import FLOATS, UNSIGNED
 
 I32 = ir.IntType(32)
+I16 = ir.IntType(16)
 I8 = ir.IntType(8)
+F16 = ir.HalfType()
 
-REGISTER = {"float32": F32, "int64": I64, "int32": I32, "bool": I1}
-MEMORY = {"float32": F32, "int64": I64, "int32": I32, "bool": I8}
-BITS = {"int64": 64, "int32": 32}
+BITS = {"int64": 64, "int32": 32, "int16": 16, "int8": 8,
+        "uint64": 64, "uint32": 32, "uint16": 16, "uint8": 8}
+_INTS = {64: I64, 32: I32, 16: I16, 8: I8}
+REGISTER = {"float32": F32, "float64": F64, "float16": F32, "bool": I1,
+            **{dtype: _INTS[bits] for dtype, bits in BITS.items()}}
+MEMORY = {**REGISTER, "float16": F16, "bool": I8}
+_BYTES = {F32: 4, F64: 8, F16: 2}
 
 
 def alignment(element: ir.Type) -> int:
     """The alignment of one element of memory type ``element`` (its size)."""
-    return 4 if element == F32 else element.width // 8
+    return _BYTES.get(element) or element.width // 8
 
 
 def shaped(typ: ir.Type, like: ir.Type) -> ir.Type:
@@ -41,10 +51,14 @@ def register_type(dtype: str, lanes: int | None = None) -> ir.Type:
 
 
 def constant(typ: ir.Type, dtype: str, value) -> ir.Constant:
-    """``value`` as a constant of ``dtype`` shaped like ``typ`` (scalar or vector)."""
-    if dtype == "float32":
+    """``value`` as a constant of ``dtype`` shaped like ``typ`` (scalar or vector);
+    an unsigned value of 2**(bits-1) or more as the signed number of its bits (LLVM's
+    integer constants are signless)."""
+    if dtype in FLOATS:
         return fconst(typ, float(value))
     number = int(bool(value)) if dtype == "bool" else int(value)
+    if dtype in UNSIGNED and number >= 2 ** (BITS[dtype] - 1):
+        number -= 2 ** BITS[dtype]
     if isinstance(typ, ir.VectorType):
         return ir.Constant(typ, [number] * typ.count)
     return ir.Constant(typ, number)
@@ -121,6 +135,36 @@ INT_FUNCTIONS = {
     "select": _select,
 }
 
+def _ucmp(pred: str):
+    return lambda b, x, y: b.icmp_unsigned(pred, x, y)
+
+
+def _uselect_cmp(pred: str):
+    return lambda b, x, y: b.select(b.icmp_unsigned(pred, x, y), x, y)
+
+
+def _uint_divide(instr: str):
+    """Unsigned x / d or x % d (the same as the remainder's modulo); by 0 gives 0."""
+    def emit(b: ir.IRBuilder, x, d):
+        zero = b.icmp_unsigned("==", d, _int(d, 0))
+        result = getattr(b, instr)(x, b.select(zero, _int(d, 1), d))
+        return b.select(zero, _int(d, 0), result)
+    return emit
+
+
+UINT_FUNCTIONS = {
+    **INT_FUNCTIONS,
+    "div": _uint_divide("udiv"),
+    "mod": _uint_divide("urem"),
+    "fmod": _uint_divide("urem"),
+    "abs": lambda b, x: x,
+    "relu": lambda b, x: x,
+    "sign": lambda b, x: b.zext(b.icmp_unsigned("!=", x, _int(x, 0)), x.type),
+    "max": _uselect_cmp(">"),
+    "min": _uselect_cmp("<"),
+    "lt": _ucmp("<"), "le": _ucmp("<="), "gt": _ucmp(">"), "ge": _ucmp(">="),
+}
+
 BOOL_FUNCTIONS = {
     "and": lambda b, x, y: b.and_(x, y),
     "or": lambda b, x, y: b.or_(x, y),
@@ -132,39 +176,78 @@ BOOL_FUNCTIONS = {
     "select": _select,
 }
 
-FUNCTIONS = {"float32": FLOAT_FUNCTIONS, "int64": INT_FUNCTIONS, "int32": INT_FUNCTIONS,
-             "bool": BOOL_FUNCTIONS}
+FUNCTIONS = {"float32": FLOAT_FUNCTIONS, "float16": FLOAT_FUNCTIONS,
+             "float64": FLOAT64_FUNCTIONS, "bool": BOOL_FUNCTIONS,
+             **{dtype: UINT_FUNCTIONS if dtype in UNSIGNED else INT_FUNCTIONS
+                for dtype in BITS}}
 
 
 def call(b: ir.IRBuilder, fn: str, args: list, dtypes: tuple[str, ...]) -> ir.Value:
-    """``fn(args)`` on operands of ``dtypes`` (typed by ``core.result_dtype``)."""
+    """``fn(args)`` on operands of ``dtypes`` (typed by ``core.result_dtype``; float16
+    operands are float32 values, and so is the result)."""
     if fn.startswith("cast_"):
         return cast(b, args[0], dtypes[0], fn[len("cast_"):])
     operand = dtypes[-1] if fn == "select" else dtypes[0]
     return FUNCTIONS[operand][fn](b, *args)
 
 
+def round_half(b: ir.IRBuilder, x) -> ir.Value:
+    """The float32 ``x`` rounded to the nearest float16 (ties to even), as a float32.
+    (A double goes through float32 first, as onnxruntime's cast does: LLVM's direct
+    double -> half is a libcall the JIT does not resolve.)"""
+    return b.fpext(b.fptrunc(x, shaped(F16, x.type)), x.type)
+
+
 def cast(b: ir.IRBuilder, x, source: str, target: str) -> ir.Value:
-    """``x`` of dtype ``source`` converted to ``target`` (see the module docstring)."""
+    """``x`` of dtype ``source`` converted to ``target`` (``core.CASTS``)."""
     to = shaped(REGISTER[target], x.type)
+    if target == "float16" and source in FLOATS:  # rounded now, float32 in registers
+        return round_half(b, cast(b, x, source, "float32"))
     if source == target:
         return x
+    if x.type == to and source in FLOATS and target in FLOATS:
+        return x  # float16 -> float32: the register already holds it
     if target == "bool":
-        if source == "float32":
+        if source in FLOATS:
             return b.fcmp_unordered("!=", x, fconst(x.type, 0.0))  # NaN is true
         return b.icmp_signed("!=", x, constant(x.type, source, 0))
-    if source == "float32":
-        return _float_to_int(b, x, target, to)
-    if target == "float32":
-        return b.uitofp(x, to) if source == "bool" else b.sitofp(x, to)
+    if source in FLOATS and target in FLOATS:
+        return b.fpext(x, to) if target == "float64" else b.fptrunc(x, to)
+    if source in FLOATS:
+        return _float_to_int(b, x, target)
+    if target in FLOATS:
+        return b.uitofp(x, to) if source == "bool" or source in UNSIGNED else b.sitofp(x, to)
     if source == "bool":
         return b.zext(x, to)
-    return b.trunc(x, to) if BITS[source] > BITS[target] else b.sext(x, to)
+    if BITS[source] > BITS[target]:
+        return b.trunc(x, to)
+    if BITS[source] == BITS[target]:
+        return x
+    return b.zext(x, to) if source in UNSIGNED else b.sext(x, to)
 
 
-def _float_to_int(b: ir.IRBuilder, x, target: str, to: ir.Type) -> ir.Value:
-    """fptosi inside the target's range; the integer minimum outside it and for NaN
-    (fptosi's poison there is never selected)."""
+# float -> integer: the signed conversion each target goes through (core.CASTS)
+_VIA = {"int8": "int32", "int16": "int32", "uint8": "int32", "uint16": "int32",
+        "uint32": "int32", "uint64": "int64", "int32": "int32", "int64": "int64"}
+
+
+def _float_to_int(b: ir.IRBuilder, x, target: str) -> ir.Value:
+    """The float ``x`` as ``target`` (see core.CASTS), with fptosi only inside its range
+    (its poison outside is never selected)."""
+    via = _VIA[target]
+    value = _fptosi(b, x, via)
+    if target in ("uint32", "uint64"):  # from 2**(bits-1) on: x - 2**(bits-1), top bit set
+        half = 2.0 ** (BITS[target] - 1)
+        high = b.xor(_fptosi(b, b.fsub(x, fconst(x.type, half)), via),
+                     constant(value.type, via, -(2 ** (BITS[target] - 1))))
+        value = b.select(b.fcmp_ordered(">=", x, fconst(x.type, half)), high, value)
+    return cast(b, value, via, target)
+
+
+def _fptosi(b: ir.IRBuilder, x, target: str) -> ir.Value:
+    """fptosi to int32 or int64 inside the target's range; its minimum outside it and
+    for NaN."""
+    to = shaped(REGISTER[target], x.type)
     limit = 2.0 ** (BITS[target] - 1)
     inside = b.and_(b.fcmp_ordered(">=", x, fconst(x.type, -limit)),
                     b.fcmp_ordered("<", x, fconst(x.type, limit)))
@@ -172,14 +255,20 @@ def _float_to_int(b: ir.IRBuilder, x, target: str, to: ir.Type) -> ir.Value:
 
 
 def from_memory(b: ir.IRBuilder, value, dtype: str) -> ir.Value:
-    """A loaded value in its register type (a bool byte becomes ``byte != 0``)."""
+    """A loaded value in its register type (a bool byte becomes ``byte != 0``, a half
+    a float32)."""
+    if dtype == "float16" and shaped(F16, value.type) == value.type:
+        return b.fpext(value, shaped(F32, value.type))
     if dtype != "bool":
         return value
     return b.icmp_unsigned("!=", value, ir.Constant(value.type, None))
 
 
-def to_memory(b: ir.IRBuilder, value, dtype: str) -> ir.Value:
-    """A value in its memory type (a bool becomes the byte 0 or 1)."""
+def to_memory(b: ir.IRBuilder, value, dtype: str, element: ir.Type) -> ir.Value:
+    """A value in the memory type ``element`` of its array (a bool becomes the byte 0 or
+    1, a float16 rounded to nearest-even when its array holds halves)."""
+    if dtype == "float16" and element == F16:
+        return b.fptrunc(value, shaped(F16, value.type))
     return b.zext(value, shaped(I8, value.type)) if dtype == "bool" else value
 
 
@@ -188,7 +277,7 @@ def index_within(b: ir.IRBuilder, value, extent: int | ir.Value) -> ir.Value:
     then clamped into ``[0, extent)`` so the element read is always inside the dim;
     ``extent`` is an int or an i64 value (a symbolic dim)."""
     if value.type != I64:
-        value = b.sext(value, I64)
+        value = b.sext(value, I64)  # Gather's indices are int32 or int64
     zero = ir.Constant(I64, 0)
     if isinstance(extent, int):
         size, last = ir.Constant(I64, extent), ir.Constant(I64, extent - 1)

@@ -98,8 +98,12 @@ def iconst(typ: ir.Type, value: int) -> ir.Constant:
 
 
 def intrinsic(module: ir.Module, name: str, typ: ir.Type, arity: int) -> ir.Function:
-    """The declaration of the float intrinsic ``name`` (``llvm.fma``...) on ``typ``."""
-    suffix = f"v{typ.count}f32" if isinstance(typ, ir.VectorType) else "f32"
+    """The declaration of the float intrinsic ``name`` (``llvm.fma``...) on ``typ``
+    (float or double, a scalar or a vector)."""
+    element = typ.element if isinstance(typ, ir.VectorType) else typ
+    suffix = "f64" if isinstance(element, ir.DoubleType) else "f32"
+    if isinstance(typ, ir.VectorType):
+        suffix = f"v{typ.count}{suffix}"
     return module.declare_intrinsic(f"{name}.{suffix}", fnty=ir.FunctionType(typ, [typ] * arity))
 
 

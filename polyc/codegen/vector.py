@@ -247,8 +247,10 @@ def lane_mask(b: ir.IRBuilder, init: ir.Value, bound: ir.Value) -> ir.Value:
 
 
 def _suffix(element: ir.Type) -> str:
-    """``f32``, ``i64``, ``i8``...: the element's part of an intrinsic's name."""
-    return "f32" if element == F32 else f"i{element.width}"
+    """``f32``, ``f64``, ``f16``, ``i64``, ``i8``...: the element's part of an
+    intrinsic's name."""
+    floats = {ir.FloatType: "f32", ir.DoubleType: "f64", ir.HalfType: "f16"}
+    return floats.get(type(element)) or f"i{element.width}"
 
 
 def load(b: ir.IRBuilder, address: ir.Value, mask: ir.Value | None,

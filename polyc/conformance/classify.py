@@ -36,16 +36,7 @@ OUT_OF_SCOPE = (ModelError, UnsupportedOpError, UnsupportedDtypeError, ShapeErro
 # The prefix of every wrong-answer reason; only these may be known differences.
 WRONG_ANSWER = "wrong answer"
 
-_INTEGER_DATA = ("integer data tensors of other widths: polyc computes with float32, "
-                 "int64, int32 and bool")
-
-# Cases whose ops polyc lowers but which do not pass, each with the reason: polyc refuses
-# them (its error is the reason shown) or its answer differs in a documented way.
 KNOWN_DIFFERENCES: dict[str, str] = {
-    **{f"test_{op}_{dtype}": _INTEGER_DATA
-       for op in ("add", "sub", "mul", "div")
-       for dtype in ("int8", "int16", "uint8", "uint16", "uint32", "uint64")},
-    "test_clip_default_int8_inbounds_expanded": _INTEGER_DATA,
     "test_identity_opt": "optional type: polyc compiles tensors only",
     "test_identity_sequence": "sequence type: polyc compiles tensors only",
 }

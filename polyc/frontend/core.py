@@ -24,10 +24,15 @@ from types import MappingProxyType
 import numpy as np
 
 # The element types of tensors and expression values. bool is one byte in memory
-# (numpy bool_); int64/int32 arithmetic wraps around on overflow (two's complement).
-DTYPES = ("float32", "int64", "int32", "bool")
-INTEGER = ("int64", "int32")
-NUMERIC = ("float32", *INTEGER)
+# (numpy bool_); integer arithmetic wraps around on overflow (two's complement), unsigned
+# types compare, divide and convert as unsigned. float16 is a storage type: its values
+# are float32 in registers, rounded to nearest-even when stored.
+FLOATS = ("float32", "float64", "float16")
+SIGNED = ("int64", "int32", "int16", "int8")
+UNSIGNED = ("uint64", "uint32", "uint16", "uint8")
+INTEGER = SIGNED + UNSIGNED
+NUMERIC = FLOATS + INTEGER
+DTYPES = (*NUMERIC, "bool")
 
 # Scalar functions a body expression may call, with their arity. Their operand and
 # result types are in :func:`result_dtype`: comparisons give bool, ``select(c, a, b)``
@@ -49,13 +54,17 @@ FUNCTIONS = MappingProxyType({
     "lt": 2, "le": 2, "gt": 2, "ge": 2, "eq": 2,  # bool; false when a NaN is compared
     "and": 2, "or": 2, "xor": 2, "not": 1,        # on bool
     "select": 3,
-    "cast_float32": 1, "cast_int64": 1, "cast_int32": 1, "cast_bool": 1,
+    **{f"cast_{dtype}": 1 for dtype in DTYPES},
 })
 
-# How ``cast_<dtype>`` converts (as onnxruntime on x86-64): float -> integer truncates
-# towards zero, and NaN, infinities and values out of the target's range give its
-# minimum (-2**63 or -2**31); integer -> float rounds to nearest; int64 -> int32 wraps;
-# any -> bool is ``x != 0`` (NaN is true); bool -> any is 0 or 1.
+# How ``cast_<dtype>`` converts (as onnxruntime built for x86-64 does, where C++ leaves
+# it undefined): float -> int32/int64 truncates towards zero, and NaN, infinities and
+# values out of the target's range give its minimum (-2**31, -2**63); float -> 8- and
+# 16-bit integers converts to int32 so and wraps; float -> uint32 (uint64) converts x
+# below 2**31 (2**63) to int32 (int64) so and wraps, and from there x - 2**31 (2**63)
+# with the top bit set; integer -> float rounds to nearest; integers to narrower ones
+# wrap, to wider ones extend by the source's sign(edness); float64 -> float32 -> float16
+# round to nearest; any -> bool is ``x != 0`` (NaN is true); bool -> any is 0 or 1.
 CASTS = MappingProxyType({f"cast_{dtype}": dtype for dtype in DTYPES})
 
 TRIGONOMETRIC = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh")
@@ -83,7 +92,7 @@ def result_dtype(fn: str, operands: tuple[str, ...]) -> str:
     if len(set(values)) != 1:
         raise DtypeError(f"{fn} needs its operands to have one dtype, got {', '.join(operands)}")
     dtype = values[0]
-    allowed = (("float32",) if fn in _FLOAT_ONLY else NUMERIC if fn in _NUMERIC | _COMPARISONS
+    allowed = (FLOATS if fn in _FLOAT_ONLY else NUMERIC if fn in _NUMERIC | _COMPARISONS
                else INTEGER if fn == "mod" else ("bool",) if fn in _LOGIC else DTYPES)
     if dtype not in allowed:
         raise DtypeError(f"{fn} does not take {dtype} operands (only {', '.join(allowed)})")
@@ -101,8 +110,8 @@ OUTSIDE = ("error", "fill", "edge", "reflect")
 def identity(combiner: str, dtype: str = "float32") -> Const:
     """The identity of ``combiner`` on ``dtype`` (max/min on integers: their limits;
     on bool: false/true)."""
-    if dtype == "float32":
-        return Const(COMBINERS[combiner])
+    if dtype in FLOATS:
+        return Const(COMBINERS[combiner], dtype)
     if dtype == "bool":
         return Const(combiner in ("mul", "min"), "bool")
     info = np.iinfo(dtype)
@@ -185,12 +194,14 @@ class Const:
     @staticmethod
     def of(value, dtype: str) -> Const:
         """``value`` (a number or numpy scalar) converted to ``dtype``."""
-        convert = {"float32": float, "bool": bool}.get(dtype, int)
+        convert = float if dtype in FLOATS else bool if dtype == "bool" else int
         return Const(convert(value), dtype)
 
     def __str__(self) -> str:
         if self.dtype == "float32":
             return repr(float(self.value))
+        if self.dtype in FLOATS:
+            return f"{self.dtype}({float(self.value)!r})"
         return f"{self.dtype}({self.value})"
 
 
@@ -256,6 +267,33 @@ def expr_dtype(expr: Expr, tensor_dtype) -> str:
     if isinstance(expr, Const):
         return expr.dtype
     return result_dtype(expr.fn, tuple(expr_dtype(a, tensor_dtype) for a in expr.args))
+
+
+def typed_literals(expr: Expr, tensor_dtype) -> Expr:
+    """``expr`` with its float32 constants retyped where they meet one other float type:
+    a number an op's lowering writes (``alpha * x``, ``x < -inf``) is a literal that
+    takes the float type of the data it is combined with (float64, float16)."""
+    if not isinstance(expr, Call):
+        return expr
+    args = tuple(typed_literals(a, tensor_dtype) for a in expr.args)
+    if expr.fn not in CASTS:
+        values = range(1 if expr.fn == "select" else 0, len(args))  # not select's condition
+        literal = [k in values and isinstance(a, Const) and a.dtype == "float32"
+                   for k, a in enumerate(args)]
+        others = {expr_dtype(args[k], tensor_dtype) for k in values if not literal[k]}
+        float_type = others.pop() if len(others) == 1 else None
+        if any(literal) and float_type in FLOATS and float_type != "float32":
+            args = tuple(Const(a.value, float_type) if lit else a
+                         for a, lit in zip(args, literal))
+    return Call(expr.fn, args)
+
+
+def typed_literal(init: Expr, dtype: str) -> Expr:
+    """A float32 constant ``init`` in the float type ``dtype`` (a Reduce's start over
+    float64 or float16 data), else ``init``."""
+    if isinstance(init, Const) and init.dtype == "float32" and dtype in FLOATS:
+        return Const(init.value, dtype)
+    return init
 
 
 @dataclass(frozen=True)

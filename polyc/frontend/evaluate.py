@@ -20,7 +20,8 @@ F32 = np.float32
 
 
 def _sigmoid(x):
-    return np.exp(-np.logaddexp(F32(0), -x)).astype(F32)
+    x = np.asarray(x)
+    return np.exp(-np.logaddexp(x.dtype.type(0), -x)).astype(x.dtype)
 
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -30,7 +31,11 @@ def _int_div(x, d):
     """Truncated division; x / 0 = 0 (and MIN / -1 wraps to MIN)."""
     x, d = np.broadcast_arrays(np.asarray(x), np.asarray(d))
     safe = np.where(d == 0, 1, d)
-    quotient = np.abs(x) // np.abs(safe) * np.where((x < 0) != (safe < 0), -1, 1)
+    if x.dtype.kind == "u":
+        return np.where(d == 0, 0, x // safe).astype(x.dtype)
+    wide = np.int64  # |-128| of an int8 is no int8
+    quotient = (np.abs(x.astype(wide)) // np.abs(safe.astype(wide))
+                * np.where((x < 0) != (safe < 0), -1, 1))
     return np.where(d == 0, 0, quotient.astype(x.dtype))
 
 
@@ -46,22 +51,39 @@ def _int_mod(x, d):
     return np.where(np.asarray(d) == 0, 0, np.mod(x, safe)).astype(np.asarray(x).dtype)
 
 
+# float -> integer: the signed conversion each target goes through (core.CASTS)
+_VIA = {"int8": "int32", "int16": "int32", "uint8": "int32", "uint16": "int32",
+        "uint32": "int32", "uint64": "int64", "int32": "int32", "int64": "int64"}
+
+
 def _cast(dtype: str):
-    """``core.CASTS``: float -> integer truncates, NaN and out-of-range give the minimum."""
+    """``core.CASTS``: float -> integer truncates, NaN and out-of-range give the
+    minimum of the conversion it goes through, then wrap."""
     def convert(x):
         x = np.asarray(x)
         if dtype == "bool":
             return x != 0
-        if x.dtype == F32 and dtype != "float32":
-            limit = 2.0 ** (np.iinfo(dtype).bits - 1)
-            inside = (x >= -limit) & (x < limit)
-            return np.where(inside, np.trunc(np.where(inside, x, 0)), -limit).astype(dtype)
+        if x.dtype.kind == "f" and dtype in _VIA:
+            via = _VIA[dtype]
+            value = _truncated(x, via)
+            if dtype in ("uint32", "uint64"):
+                half = 2.0 ** (np.iinfo(via).bits - 1)
+                high = _truncated(x - half, via) ^ np.array(-half).astype(via)
+                value = np.where(x >= half, high, value)
+            return value.astype(dtype)
         return x.astype(dtype)
     return convert
 
 
+def _truncated(x, dtype: str):
+    """Float ``x`` truncated to the signed ``dtype``; its minimum out of range and for NaN."""
+    limit = 2.0 ** (np.iinfo(dtype).bits - 1)
+    inside = (x >= -limit) & (x < limit)
+    return np.where(inside, np.trunc(np.where(inside, x, 0)), -limit).astype(dtype)
+
+
 def _integer(x) -> bool:
-    return np.asarray(x).dtype.kind == "i"
+    return np.asarray(x).dtype.kind in "iu"
 
 
 # The numpy meaning of every core function (see core.FUNCTIONS); numpy's results keep
@@ -97,11 +119,22 @@ def evaluate(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nda
     values.update({name: np.arange(graph.tensors[name].shape[0], dtype=np.int64)
                    for name in graph.positions})
     values.update(_checked_inputs(graph, inputs))
+    values = {name: _computed(value) for name, value in values.items()}
+    outputs = {t.name for t in graph.outputs}
     with np.errstate(all="ignore"):
         for op in graph.ops:
             info = graph.tensors[op.out]
-            values[op.out] = _run(op, values, info.shape, np.dtype(info.dtype))
+            # float16 temporaries hold float32s, as in compiled code (Array.storage)
+            dtype = "float32" if info.dtype == "float16" and op.out not in outputs \
+                else info.dtype
+            values[op.out] = _run(op, values, info.shape, np.dtype(dtype))
     return {t.name: np.array(values[t.name], dtype=t.dtype) for t in graph.outputs}
+
+
+def _computed(value: np.ndarray) -> np.ndarray:
+    """float16 data as the float32s compiled code computes with (numpy would round
+    every operation to float16); other data as it is."""
+    return value.astype(np.float32) if value.dtype == np.float16 else value
 
 
 def _checked_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -159,7 +192,7 @@ def _expr(expr: core.Expr, values, grid):
     if isinstance(expr, Lookup):
         return _lookup(expr, values, grid)
     if isinstance(expr, Const):
-        return np.asarray(expr.value, dtype=expr.dtype)
+        return _computed(np.asarray(expr.value, dtype=expr.dtype))
     if isinstance(expr, Call):
         args = [_expr(a, values, grid) for a in expr.args]
         return np.asarray(NUMPY_FUNCTIONS[expr.fn](*args))

@@ -350,6 +350,7 @@ class LoweringContext:
     def _emit(self, op: core.Op, shape: tuple[int, ...]) -> TensorInfo:
         for name in op.inputs:
             self._check_data(name)
+        op = self._typed_literals(op)
         info = TensorInfo(op.out, shape, self._result_dtype(op))
         self._tensors[op.out] = info
         self._producer[op.out] = len(self._ops)
@@ -362,6 +363,23 @@ class LoweringContext:
             raise UnsupportedDtypeError(
                 f"{self._node.op_type} node '{self._node.name}' (opset {self.opset}) reads "
                 f"tensor '{name}' of dtype {dtype}; polyc compiles {_DTYPE_LIST} data only")
+
+    def _typed_literals(self, op: core.Op) -> core.Op:
+        """``op`` with its expressions' float literals in its data's float type
+        (:func:`core.typed_literals`); as it is when they do not type-check (the error
+        then comes from :meth:`_result_dtype`)."""
+        if isinstance(op, View):
+            return op
+        dtype_of = lambda name: self._tensors[name].dtype  # noqa: E731
+        try:
+            if isinstance(op, Map):
+                return dataclasses.replace(op, expr=core.typed_literals(op.expr, dtype_of))
+            expr = core.typed_literals(op.expr, dtype_of)
+            init = core.typed_literal(core.typed_literals(op.init, dtype_of),
+                                      core.expr_dtype(expr, dtype_of))
+            return dataclasses.replace(op, init=init, expr=expr)
+        except core.DtypeError:
+            return op
 
     def _result_dtype(self, op: core.Op) -> str:
         """The dtype of what ``op`` writes; UnsupportedDtypeError naming the node when
@@ -385,7 +403,10 @@ class LoweringContext:
         if self._producer.get(tensor.name, -1) < self._node_start:
             tensor = self.view(tensor, tensor.shape, label="identity")
         producer = self._ops[self._producer[tensor.name]]
-        if onnx_name in self._graph.outputs and isinstance(producer, View):
+        if onnx_name in self._graph.outputs and (
+                isinstance(producer, View)
+                or isinstance(producer, Reduce) and tensor.dtype == "float16"):
+            # a float16 output holds halves: a sum into it would round at every step
             self._copy(tensor, onnx_name)
         else:
             self._rename(tensor.name, onnx_name)

@@ -80,8 +80,20 @@ class Array:
         return int(np.prod(self.shape, dtype=np.int64))
 
     @property
+    def storage(self) -> str:
+        """The dtype of its elements in memory: its dtype, except that a float16
+        temporary holds float32 (float16 values are float32 in registers, rounded where
+        a Cast asks for it and where a graph's output or a caller's array holds them,
+        as onnxruntime's CPU kernels compute float16 models in float32)."""
+        return "float32" if self.dtype == "float16" and self.kind == "temp" else self.dtype
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.storage).itemsize
+
+    @property
     def nbytes(self) -> int:
-        return self.size * np.dtype(self.dtype).itemsize
+        return self.size * self.itemsize
 
     def __str__(self) -> str:
         alias = "" if self.tensor == self.name else f"  (onnx '{self.tensor}')"

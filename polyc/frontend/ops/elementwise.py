@@ -19,7 +19,7 @@ import functools
 import numpy as np
 from onnx import TensorProto
 
-from polyc.frontend.core import DTYPES, Call, Const, Ix, Read, identity_index
+from polyc.frontend.core import DTYPES, FLOATS, Call, Const, Ix, Read, identity_index
 from polyc.frontend.load import dtype_name
 from polyc.frontend.ops.indexing import broadcast_index, broadcast_shapes, size
 from polyc.frontend.ops.registry import onnx_op
@@ -119,23 +119,26 @@ _POW_SPECIAL = {
 def Pow(ctx, X, Y):
     """Pow: Z[i] = pow(X[bcast(i)], Y[bcast(i)]) (core ``pow``, libm ``powf``; see
     :func:`power`)."""
-    return elementwise(ctx, "pow", lambda x, y: power(ctx, x, y, Y), X, Y)
+    return elementwise(ctx, "pow", lambda x, y: power(ctx, x, y, X, Y), X, Y)
 
 
-def power(ctx, x, y, Y):
-    """``pow(x, y)``, ``y`` being a read of the exponent tensor ``Y``.
+def power(ctx, x, y, X, Y):
+    """``pow(x, y)``, ``x`` and ``y`` being reads of the base and exponent tensors ``X``
+    and ``Y``; the result has X's dtype.
 
     A constant one-element exponent is inlined; 1, 2, 3, -1 and 0.5 become x, x*x,
-    x*x*x, 1/x and sqrt. Exponents must be float32, except a one-element integer
-    constant (used as a float).
+    x*x*x, 1/x and sqrt (1, 2 and 3 on integers). Another exponent type is cast to a
+    float base's type. An integer base is raised in float64 and the result truncated
+    (onnxruntime's ``std::pow`` on an integer base).
     """
     exponent = scalar_constant(ctx, Y)
-    if exponent is not None:  # Y sets the broadcast shape only
+    integer = X.dtype not in FLOATS
+    if exponent is not None and (not integer or exponent in (1.0, 2.0, 3.0)):
         return _POW_SPECIAL.get(exponent, lambda x: call("pow", x, exponent))(x)
-    if Y.dtype != "float32":
-        raise ctx.unsupported(f"exponent of dtype {Y.dtype}: only float32 exponents (or a "
-                              "one-element integer constant) are supported")
-    return call("pow", x, y)
+    if integer:
+        raised = call("pow", call("cast_float64", x), call("cast_float64", y))
+        return call(f"cast_{X.dtype}", raised)
+    return call("pow", x, y if Y.dtype == X.dtype else call(f"cast_{X.dtype}", y))
 
 
 @onnx_op("Reciprocal", 6, 13)
@@ -250,7 +253,7 @@ def _bound(ctx, tensor, role: str):
 
 def _limits(dtype: str) -> tuple[float, float]:
     """The smallest and largest finite values of ``dtype``."""
-    info = np.finfo(np.float32) if dtype == "float32" else np.iinfo(dtype)
+    info = np.finfo(dtype) if dtype in FLOATS else np.iinfo(dtype)
     return info.min, info.max
 
 
@@ -312,8 +315,8 @@ def Mod(ctx, A, B, *, fmod=0):
     """Mod: C[i] = A mod B, broadcast. Integers: ``fmod=0`` takes the sign of the
     divisor (Python's %), ``fmod=1`` of the dividend (C's %); x mod 0 is 0. float32:
     ``fmod=1`` only (C fmod; onnxruntime refuses fmod=0 on floats)."""
-    if not fmod and A.dtype == "float32":
-        raise ctx.unsupported("fmod=0 on float32 (ONNX requires fmod=1 for floats)")
+    if not fmod and A.dtype in FLOATS:
+        raise ctx.unsupported(f"fmod=0 on {A.dtype} (ONNX requires fmod=1 for floats)")
     return _binary(ctx, "fmod" if fmod else "mod", A, B)
 
 
@@ -446,10 +449,11 @@ def IsInf(ctx, X, *, detect_negative=1, detect_positive=1):
     return ctx.map(X.shape, Const(False, "bool"), label="isinf")
 
 
-# -- casts among float32, int64, int32 and bool ----------------------------------------------
+# -- casts among the dtypes of core.DTYPES ------------------------------------------------
 
 def cast(ctx, input, dtype: str):
-    """``input`` converted to ``dtype`` (itself when it has that type already), see
+    """``input`` converted to ``dtype`` (itself when it has that type already: a float16
+    temporary holding float32s stays so, as onnxruntime drops such a Cast), see
     :data:`polyc.frontend.core.CASTS`."""
     if input.dtype == dtype:
         return input
@@ -467,10 +471,11 @@ def _target(ctx, input, to: int) -> str:
 
 @onnx_op("Cast", 6, 9, 13, 19, 21, 23, 24, 25, 28)
 def Cast(ctx, input, *, to=None, saturate=1, round_mode="up"):
-    """Cast among float32, int64, int32 and bool: one Map of ``cast_<to>`` (float ->
-    integer truncates, NaN and out-of-range values give the integer minimum as
-    onnxruntime on x86; any -> bool is ``x != 0``). Other targets are unsupported.
-    ``saturate`` and ``round_mode`` concern float8 targets only."""
+    """Cast among the floats, integers and bool of ``core.DTYPES``: one Map of
+    ``cast_<to>`` (see ``core.CASTS``: float -> integer truncates, NaN and out-of-range
+    values give what onnxruntime gives on x86; any -> bool is ``x != 0``). Other targets
+    (float8, int4, bfloat16, string) are unsupported. ``saturate`` and ``round_mode``
+    concern float8 targets only."""
     if to is None:
         raise ctx.unsupported("Cast needs the 'to' attribute")
     return cast(ctx, input, _target(ctx, input, to))

@@ -86,7 +86,7 @@ def Div_6(ctx, A, B, *, axis=None, broadcast=0):
 @onnx_op("Pow", 1)
 def Pow_1(ctx, X, Y, *, axis=None, broadcast=0):
     """Pow-1: Z[i] = pow(X[i], Y[b_index(i)]), constant exponents inlined as in Pow."""
-    return _legacy(ctx, "pow", lambda x, y: power(ctx, x, y, Y), X, Y, broadcast, axis)
+    return _legacy(ctx, "pow", lambda x, y: power(ctx, x, y, X, Y), X, Y, broadcast, axis)
 
 
 @onnx_op("And", 1)

@@ -138,7 +138,7 @@ def _hardmax(ctx, x, axis: int):
     candidate = Call("select", (is_max, position, Const(float("inf"))))
     first = _row_reduce(ctx, candidate, x.shape, (axis,), "min", "hardmax_first")
     is_first = Call("eq", (position, Read(first.name, kept_index)))
-    return ctx.map(x.shape, Call("cast_float32", (is_first,)), label="hardmax")
+    return ctx.map(x.shape, Call(f"cast_{x.dtype}", (is_first,)), label="hardmax")
 
 
 @onnx_op("Hardmax", 1, 11)

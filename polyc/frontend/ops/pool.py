@@ -21,15 +21,19 @@ import math
 
 import numpy as np
 
-from polyc.frontend.core import COMBINERS, Call, Const, Ix, Read, identity_index
+from polyc.frontend.core import FLOATS, Call, Const, Ix, Read, identity, identity_index
 from polyc.frontend.ops.reduce import mean_over, reduce_over
 from polyc.frontend.ops.registry import onnx_op
 from polyc.frontend.ops.window import Window, tap_read, window
 
+
 # What MaxPool reads in the padding: onnxruntime's MaxPool gives the lowest float32 for
 # a window wholly in the padding (polyc gave -inf: graph fuzzer seed 2795), and the max
-# of the elements inside otherwise, -inf included.
-LOWEST = float(np.finfo(np.float32).min)
+# of the elements inside otherwise, -inf included; the lowest value of other dtypes.
+def lowest(dtype: str) -> float | int:
+    """The lowest finite value of ``dtype``."""
+    info = np.finfo(dtype) if dtype in FLOATS else np.iinfo(dtype)
+    return float(info.min) if dtype in FLOATS else int(info.min)
 # Windows of at most this many elements along a dim are combined in one statement,
 # and all the dims' windows in one when they have at most WINDOW_ELEMENTS elements:
 # a 2x2 max pool of 64 channels-last channels at 224x224 took 1.05 ms as two passes
@@ -42,12 +46,12 @@ WINDOW_ELEMENTS = 49
 def MaxPool(ctx, X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None,
             pads=None, storage_order=0, strides=None):
     """MaxPool: Y[n, c, o..] = max_k X[n, c, o*s + k*d - begin ..] (the lowest float in
-    the padding: :data:`LOWEST`), one Reduce max per spatial dim. The Indices output
+    the padding: :func:`lowest`), one Reduce max per spatial dim. The Indices output
     (since version 8) is not supported; ``storage_order`` only concerns it.
     ``ceil_mode`` and ``dilations`` exist since version 10."""
     win = _window(ctx, X, kernel_shape, strides=strides, dilations=dilations, pads=pads,
                   auto_pad=auto_pad, ceil_mode=ceil_mode)
-    return _pool(ctx, X, win, "max", LOWEST, "max_pool")
+    return _pool(ctx, X, win, "max", lowest(X.dtype), "max_pool")
 
 
 @onnx_op("AveragePool", 1, 7, 10, 11)
@@ -82,7 +86,8 @@ def AveragePool(ctx, X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0,
         if len(set(per_output)) == 1:
             divisor *= per_output[0]
         else:
-            counts.append(Read(_count_tensor(ctx, win, d, lo, hi).name, (Ix.var(2 + d),)))
+            counts.append(Read(_count_tensor(ctx, win, d, lo, hi, X.dtype).name,
+                               (Ix.var(2 + d),)))
     denominator = Const(float(divisor))
     for count in counts:
         denominator = Call("mul", (denominator, count))
@@ -189,7 +194,7 @@ def _pool(ctx, X, win: Window, combiner: str, fill: float, label: str, first=Non
                          -win.begin[d])
         bounded = not win.fits(d, current.shape[axis])
         read = Read(current.name, tuple(index), "fill" if bounded else "error", fill)
-        current = ctx.reduce(out_shape=shape, init=Const(COMBINERS[combiner]),
+        current = ctx.reduce(out_shape=shape, init=identity(combiner, current.dtype),
                              extents=shape + (win.kernel[d],),
                              out_index=identity_index(len(shape)), combiner=combiner,
                              expr=mapped(read), label=label)
@@ -215,7 +220,7 @@ def _pool_map(ctx, src, win: Window, dims: list[int], combiner: str, fill: float
     shape = list(src.shape)
     for d in dims:
         shape[2 + d] = win.out[d]
-    total = Const(COMBINERS[combiner])
+    total = identity(combiner, src.dtype)
     for offsets in itertools.product(*(range(win.kernel[d]) for d in dims)):
         read = tap_read(src, win, dict(zip(dims, offsets)), fill)
         total = Call(combiner, (total, mapped(read)))
@@ -229,10 +234,11 @@ def _window_counts(win: Window, d: int, lo: int, hi: int) -> list[int]:
             for o in range(win.out[d])]
 
 
-def _count_tensor(ctx, win: Window, d: int, lo: int, hi: int):
-    """``_window_counts`` computed at run time: a Map of ones over ``[lo, hi)`` and a
-    Reduce ``count[o] = sum_k ones[o*s + k*dil - begin - lo]`` (0 outside)."""
-    ones = ctx.map((hi - lo,), Const(1.0), label="pool_ones")
+def _count_tensor(ctx, win: Window, d: int, lo: int, hi: int, dtype: str):
+    """``_window_counts`` (in the float ``dtype``) computed at run time: a Map of ones
+    over ``[lo, hi)`` and a Reduce ``count[o] = sum_k ones[o*s + k*dil - begin - lo]``
+    (0 outside)."""
+    ones = ctx.map((hi - lo,), Const(1.0, dtype), label="pool_ones")
     index = Ix(((0, win.strides[d]), (1, win.dilations[d])), -win.begin[d] - lo)
     return ctx.reduce(out_shape=(win.out[d],), init=Const(0.0),
                       extents=(win.out[d], win.kernel[d]), out_index=(Ix.var(0),),

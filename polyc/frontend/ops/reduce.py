@@ -15,7 +15,7 @@ last) position holding it, the loop iterator's value.
 
 from __future__ import annotations
 
-from polyc.frontend.core import COMBINERS, Call, Const, Ix, Read, identity, identity_index
+from polyc.frontend.core import COMBINERS, FLOATS, Call, Const, Ix, Read, identity, identity_index
 from polyc.frontend.ops.indexing import normalize_axis, size
 from polyc.frontend.ops.registry import onnx_op
 
@@ -283,7 +283,7 @@ def _arg_extreme(ctx, data, axis, keepdims, select_last_index, combiner: str):
         raise ctx.shape_error(f"axis {axis} is empty: no element to pick")
     x = Read(data.name, identity_index(rank))
     value = x
-    if data.dtype == "float32":
+    if data.dtype in FLOATS:
         value = Call("select", (Call("eq", (x, x)), x, identity(combiner, data.dtype)))
     kept_shape, kept_index = kept(data.shape, (axis,))
     best = ctx.reduce(out_shape=kept_shape, init=identity(combiner, data.dtype),
@@ -298,7 +298,7 @@ def _arg_extreme(ctx, data, axis, keepdims, select_last_index, combiner: str):
     found = ctx.reduce(out_shape=dims, init=sentinel, extents=data.shape, out_index=index,
                        combiner=pick, expr=Call("select", (is_best, position, sentinel)),
                        label=f"arg{combiner}")
-    if data.dtype != "float32":
+    if data.dtype not in FLOATS:
         return found
     head = Read(data.name, back)  # the row's first element
     nan_first = Call("not", (Call("eq", (head, head)),))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polyc.frontend.core import Call, Const, Ix, Lookup, Read, identity_index
+from polyc.frontend.core import FLOATS, INTEGER, Call, Const, Ix, Lookup, Read, identity_index
 from polyc.frontend.ops.indexing import normalize_axis
 from polyc.frontend.ops.registry import onnx_op
 
@@ -143,8 +143,8 @@ def Split(ctx, input, split=None, *, axis=0, num_outputs=None):
 # -- Concat -------------------------------------------------------------------------
 
 # How concat combines its parts, per dtype: (function, the fill that leaves x as it is).
-_JOIN = {"float32": ("add", -0.0), "int64": ("add", 0), "int32": ("add", 0),
-         "bool": ("or", False)}
+_JOIN = {**{dtype: ("add", -0.0) for dtype in FLOATS},
+         **{dtype: ("add", 0) for dtype in INTEGER}, "bool": ("or", False)}
 
 
 # A Concat of more parts than this concatenates groups of this many first (and so on):
