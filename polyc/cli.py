@@ -398,6 +398,9 @@ def cleanup_text(args) -> str:
 
 def ops_command(args) -> None:
     """One line per op: its name and the since-versions polyc lowers."""
+    import onnx
+
+    from polyc.frontend.functions import defined_by_function
     from polyc.frontend.ops import OPS
 
     versions: dict[str, list[int]] = {}
@@ -412,6 +415,11 @@ def ops_command(args) -> None:
         print(f"{name:<24} {', '.join(map(str, sorted(versions[name])))}")
     if not args.names:
         print(f"{len(names)} ops")
+        latest = onnx.defs.onnx_opset_version()
+        bodies = sorted(s.name for s in onnx.defs.get_all_schemas() if s.domain == ""
+                        and s.name not in versions and defined_by_function(s.name, latest))
+        print(f"and {len(bodies)} ops that ONNX defines by a function body, compiled as "
+              f"that body when polyc lowers every op in it: {', '.join(bodies)}")
 
 
 def manifest_json(manifest: dict) -> str:

@@ -20,6 +20,7 @@ from onnx import numpy_helper
 
 from polyc.errors import ModelError, ShapeError, UnsupportedDtypeError
 from polyc.frontend.core import TensorInfo
+from polyc.frontend.functions import expand_functions
 from polyc.frontend.symbolic import Sym, param_name
 
 MIN_OPSET = 6  # older models: each op accepts only the versions it registers
@@ -76,6 +77,7 @@ def load_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None,
     _require_static_inputs(proto, source, symbolic)
     model_hash = hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()
     proto = _infer_shapes(proto, source)
+    proto, expanded = expand_functions(proto, opset, lambda p: _infer_shapes(p, source))
     graph = proto.graph
     constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
     inputs = tuple(_static_input(v, symbolic) for v in graph.input if v.name not in constants)
@@ -98,6 +100,7 @@ def load_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None,
         value_shapes=value_shapes_of(graph),
         model_hash=model_hash,
         value_dtypes=value_dtypes_of(graph),
+        notes=expanded,
     )
 
 
