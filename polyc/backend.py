@@ -11,8 +11,9 @@ constants. int64 graph inputs, which ONNX models use for shapes and axes, are th
 bound as constants when ``run`` receives their values: the model is specialised to
 them and executed (compiled) once per distinct set of values (int64 data, e.g. Gather
 indices, would also run as a graph input; binding it is merely slower). So are the
-float inputs that only say how to resample (the ``roi`` and ``scales`` of Resize, the
-``scales`` of Upsample), which polyc also needs as constants.
+inputs that only say how an op works (the ``roi`` and ``scales`` of Resize, the
+``scales`` of Upsample, the ``axis`` of CumSum and CumProd, the ``depth`` of OneHot),
+which polyc also needs as constants.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class PolycBackendRep(BackendRep):
         self.output_names = tuple(v.name for v in model.graph.output)
         self._model = model
         self._executor = executor
-        shape_like = _resampling_parameters(model.graph)
+        shape_like = _parameters(model.graph)
         self._bound = tuple(v.name for v in model.graph.input
                             if bind_int64_inputs and v.name not in initializers
                             and (v.type.tensor_type.elem_type == onnx.TensorProto.INT64
@@ -94,15 +95,17 @@ class PolycBackendRep(BackendRep):
         return self._runners[key]
 
 
-# Inputs that say how an op resamples rather than carrying data: op -> input positions.
-_RESAMPLING_INPUTS = {"Resize": (1, 2), "Upsample": (1,)}
+# Inputs that say how an op works rather than carrying data (how it resamples, along
+# which axis it runs; polyc needs them constant): op -> input positions.
+_PARAMETER_INPUTS = {"Resize": (1, 2), "Upsample": (1,), "CumSum": (1,), "CumProd": (1,),
+                     "OneHot": (1,)}
 
 
-def _resampling_parameters(graph: onnx.GraphProto) -> set[str]:
-    """Names of the values only ever used as resampling parameters (see above)."""
+def _parameters(graph: onnx.GraphProto) -> set[str]:
+    """Names of the values only ever used as such parameters (see above)."""
     as_parameter, as_data = set(), set()
     for node in graph.node:
-        positions = _RESAMPLING_INPUTS.get(node.op_type, ()) if node.domain in ("", "ai.onnx") \
+        positions = _PARAMETER_INPUTS.get(node.op_type, ()) if node.domain in ("", "ai.onnx") \
             else ()
         for k, name in enumerate(node.input):
             (as_parameter if k in positions else as_data).add(name)

@@ -336,3 +336,77 @@ def test_float16_op_is_its_float32_op_rounded(op):
     single = run_polyc(model(T.FLOAT), {"x": x.astype(np.float32)})["y"]
     assert half.dtype == np.float16
     np.testing.assert_array_equal(half, single.astype(np.float16))
+
+
+# -- bitwise ops, shifts, Mod-28 ---------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["BitwiseAnd", "BitwiseOr", "BitwiseXor"])
+@pytest.mark.parametrize("dtype", INTS)
+def test_bitwise(op, dtype):
+    check(make_model([node(op, ["a", "b"], ["y"])],
+                     [("a", (5, 37), ONNX[dtype]), ("b", (37,), ONNX[dtype])],
+                     [("y", (5, 37), ONNX[dtype])], opset=18))
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_bitwise_not(dtype):
+    check(make_model([node("BitwiseNot", ["a"], ["y"])], [("a", (5, 37), ONNX[dtype])],
+                     [("y", (5, 37), ONNX[dtype])], opset=18))
+
+
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+@pytest.mark.parametrize("dtype", ["uint8", "uint32", "uint64"])
+def test_bit_shift_of_unsigned_integers(direction, dtype):
+    """BitShift-11 against onnxruntime (no uint16 kernel there: the next test covers
+    it), amounts below the width."""
+    model = make_model([node("BitShift", ["x", "y"], ["z"], direction=direction)],
+                       [("x", (4, 30), ONNX[dtype]), ("y", (30,), ONNX[dtype])],
+                       [("z", (4, 30), ONNX[dtype])], opset=11)
+    inputs = inputs_of(model, 11)
+    inputs["y"] = (inputs["y"] % (np.iinfo(dtype).bits)).astype(dtype)
+    check(model, inputs=inputs)
+
+
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint16"])
+def test_bit_shift_28_signed_and_out_of_range(direction, dtype):
+    """BitShift-28: arithmetic right shifts of signed values; an amount that is negative
+    or at least the width gives 0, or -1 for a right shift of a negative value (numpy's
+    shifts with that rule are the reference: onnxruntime has no version 28)."""
+    bits = np.iinfo(dtype).bits
+    model = make_model([node("BitShift", ["x", "y"], ["z"], direction=direction)],
+                       [("x", (24,), ONNX[dtype]), ("y", (24,), ONNX[dtype])],
+                       [("z", (24,), ONNX[dtype])], opset=28)
+    x = inputs_of(model, 12)["x"]
+    x[:4] = [-1, np.iinfo(dtype).min, np.iinfo(dtype).max, 5] if dtype != "uint16" else \
+        [1, 2, 65535, 5]
+    amounts = [0, 1, bits - 1, bits, bits + 3, 3] * 4
+    if dtype != "uint16":
+        amounts[5::6] = [-1] * 4
+    y = np.array(amounts).astype(dtype)
+
+    def want(x, y):
+        inside = (y.astype(np.int64) >= 0) & (y.astype(np.int64) < bits)
+        safe = np.where(inside, y, 0).astype(dtype)
+        shifted = np.left_shift(x, safe) if direction == "LEFT" else np.right_shift(x, safe)
+        fill = np.where((x < 0) & (direction == "RIGHT"), -1, 0).astype(dtype)
+        return {"z": np.where(inside, shifted, fill).astype(dtype)}
+    check(model, want, {"x": x, "y": y})
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_mod_28_on_floats_is_numpy_mod(dtype):
+    """Mod-28 with fmod=0 on floats: the sign of the divisor, and the spec's special
+    cases (signed zeros, infinities, NaN), which numpy.mod follows."""
+    x = np.array([5.5, -5.5, 5.5, -5.5, 0.0, -0.0, 0.0, np.inf, 3.0, 3.0, -3.0, 1.0,
+                  np.nan, 7.25, -0.5, 6.0], dtype)
+    d = np.array([2.0, 2.0, -2.0, -2.0, 3.0, 3.0, -3.0, 2.0, 0.0, np.inf, np.inf, -np.inf,
+                  1.0, 0.5, 0.25, 3.0], dtype)
+    model = make_model([node("Mod", ["x", "d"], ["y"])],
+                       [("x", (16,), ONNX[dtype]), ("d", (16,), ONNX[dtype])],
+                       [("y", (16,), ONNX[dtype])], opset=28)
+    got = run_polyc(model, {"x": x, "d": d})["y"]
+    with np.errstate(all="ignore"):
+        want = np.mod(x, d)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

@@ -148,3 +148,35 @@ def test_dims_of_an_integer_input_too():
     compiled = polyc.compile(model, dims={"batch": 2})
     ids = np.array([[1, -2, 3], [4, 5, -6]], dtype=np.int64)
     check(model, compiled, {"ids": ids})
+
+
+def _placeholder_model(input_shape, placeholder):
+    """MatMul + Softmax whose intermediate and output value infos write the batch dim
+    as ``placeholder`` (-1 or 0, as PaddlePaddle's exporter does)."""
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["m"]),
+         helper.make_node("Softmax", ["m"], ["y"], axis=-1)], "paddle",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, input_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [placeholder, 3])],
+        [onnx.numpy_helper.from_array(
+            np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32), "w")],
+        value_info=[helper.make_tensor_value_info("m", TensorProto.FLOAT, [placeholder, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("placeholder", [-1, 0])
+def test_dims_written_as_minus_one_or_zero_are_dynamic(placeholder):
+    """In value infos they are unknown dims shape inference fills (no contradiction with
+    the lowered [2, 3]); -1 in an input is a dynamic dim to fix with shapes= or dims=
+    (0 there is an empty dim)."""
+    x = np.random.default_rng(1).standard_normal((2, 4)).astype(np.float32)
+    model = _placeholder_model([2, 4], placeholder)
+    got = polyc.compile(model).run({"x": x})["y"]
+    np.testing.assert_allclose(got, run_onnxruntime(model, {"x": x})["y"], rtol=RTOL, atol=ATOL)
+    dynamic = _placeholder_model([-1, 4], placeholder)
+    with pytest.raises(ShapeError, match=r"input 'x': float32\[\?, 4\] \(dynamic: unnamed\)"):
+        polyc.compile(dynamic)
+    got = polyc.compile(dynamic, shapes={"x": (2, 4)}).run({"x": x})["y"]
+    np.testing.assert_allclose(got, run_onnxruntime(model, {"x": x})["y"], rtol=RTOL, atol=ATOL)

@@ -144,6 +144,18 @@ def _sign(b: ir.IRBuilder, x):
                     negative)
 
 
+def _float_mod(b: ir.IRBuilder, x, y):
+    """numpy.mod (Python's %): C's fmod plus y where the signs differ; a zero result
+    takes y's sign (x mod inf: x, or inf where the signs differ; x mod 0: NaN)."""
+    r = b.frem(x, y)
+    zero = fconst(x.type, 0.0)
+    differ = b.icmp_unsigned("!=", b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", y, zero))
+    adjust = b.and_(b.fcmp_ordered("!=", r, zero), differ)
+    r = b.select(adjust, b.fadd(r, y), r)
+    signed_zero = _call_intrinsic("llvm.copysign")(b, zero, y)
+    return b.select(b.fcmp_ordered("==", r, zero), signed_zero, r)
+
+
 FLOAT_FUNCTIONS = {
     "add": lambda b, x, y: _flagged(b.fadd(x, y)),
     "sub": lambda b, x, y: _flagged(b.fsub(x, y)),
@@ -166,6 +178,7 @@ FLOAT_FUNCTIONS = {
     "sign": _sign,
     "pow": _call_intrinsic("llvm.pow"),  # powf from libm
     "fmod": lambda b, x, y: b.frem(x, y),  # C fmod
+    "mod": _float_mod,  # numpy.mod
     "lt": _compare("<"), "le": _compare("<="), "gt": _compare(">"), "ge": _compare(">="),
     "eq": _compare("=="),
     "select": lambda b, c, x, y: b.select(c, x, y),

@@ -117,6 +117,21 @@ def _select(b: ir.IRBuilder, c, x, y):
     return b.select(c, x, y)
 
 
+def _shift(direction: str, signed: bool):
+    """x shifted by y bits; y outside [0, width): 0, or -1 for shr of a negative signed
+    x (LLVM's shifts are poison there: never selected)."""
+    def emit(b: ir.IRBuilder, x, y):
+        width = x.type.element.width if isinstance(x.type, ir.VectorType) else x.type.width
+        inside = b.icmp_unsigned("<", y, _int(y, width))
+        amount = b.select(inside, y, _int(y, 0))
+        if direction == "shl":
+            return b.select(inside, b.shl(x, amount), _int(x, 0))
+        if not signed:
+            return b.select(inside, b.lshr(x, amount), _int(x, 0))
+        return b.select(inside, b.ashr(x, amount), b.ashr(x, _int(x, width - 1)))
+    return emit
+
+
 INT_FUNCTIONS = {
     "add": lambda b, x, y: b.add(x, y),
     "sub": lambda b, x, y: b.sub(x, y),
@@ -133,6 +148,12 @@ INT_FUNCTIONS = {
     "lt": _icmp("<"), "le": _icmp("<="), "gt": _icmp(">"), "ge": _icmp(">="),
     "eq": _icmp("=="),
     "select": _select,
+    "and": lambda b, x, y: b.and_(x, y),
+    "or": lambda b, x, y: b.or_(x, y),
+    "xor": lambda b, x, y: b.xor(x, y),
+    "not": lambda b, x: b.not_(x),
+    "shl": _shift("shl", True),
+    "shr": _shift("shr", True),
 }
 
 def _ucmp(pred: str):
@@ -163,6 +184,7 @@ UINT_FUNCTIONS = {
     "max": _uselect_cmp(">"),
     "min": _uselect_cmp("<"),
     "lt": _ucmp("<"), "le": _ucmp("<="), "gt": _ucmp(">"), "ge": _ucmp(">="),
+    "shr": _shift("shr", False),
 }
 
 BOOL_FUNCTIONS = {

@@ -46,13 +46,16 @@ FUNCTIONS = MappingProxyType({
     "sign": 1,   # -1, 0 or 1; NaN stays NaN
     "add": 2, "sub": 2, "mul": 2,
     "div": 2,   # integers: truncated towards zero (C, onnxruntime); x / 0 is 0
-    "mod": 2,   # integers: the sign of the divisor (Python's %); x mod 0 is 0
+    "mod": 2,   # the sign of the divisor (Python's %, numpy.mod); integers: x mod 0 is 0
     "fmod": 2,  # the sign of the dividend (C fmod; integers: x fmod 0 is 0)
     "pow": 2,  # numpy.power on float32
     "max": 2,  # NaN-propagating maximum (numpy.maximum); bool: or
     "min": 2,  # NaN-propagating minimum (numpy.minimum); bool: and
     "lt": 2, "le": 2, "gt": 2, "ge": 2, "eq": 2,  # bool; false when a NaN is compared
-    "and": 2, "or": 2, "xor": 2, "not": 1,        # on bool
+    "and": 2, "or": 2, "xor": 2, "not": 1,  # on bool; bitwise on integers
+    # shifts by y bits (the same integer type); y negative or at least the width: 0,
+    # or -1 for shr of a negative signed x (shr is arithmetic on signed types)
+    "shl": 2, "shr": 2,
     "select": 3,
     **{f"cast_{dtype}": 1 for dtype in DTYPES},
 })
@@ -73,6 +76,7 @@ _FLOAT_ONLY = frozenset({"exp", "log", "sqrt", "tanh", "sigmoid", "erf", "floor"
 _NUMERIC = frozenset({"neg", "abs", "relu", "sign", "add", "sub", "mul", "div", "fmod"})
 _COMPARISONS = frozenset({"lt", "le", "gt", "ge"})
 _LOGIC = frozenset({"and", "or", "xor", "not"})
+_SHIFTS = frozenset({"shl", "shr"})
 
 
 class DtypeError(TypeError):
@@ -93,7 +97,8 @@ def result_dtype(fn: str, operands: tuple[str, ...]) -> str:
         raise DtypeError(f"{fn} needs its operands to have one dtype, got {', '.join(operands)}")
     dtype = values[0]
     allowed = (FLOATS if fn in _FLOAT_ONLY else NUMERIC if fn in _NUMERIC | _COMPARISONS
-               else INTEGER if fn == "mod" else ("bool",) if fn in _LOGIC else DTYPES)
+               else INTEGER if fn in _SHIFTS else ("bool", *INTEGER) if fn in _LOGIC
+               else NUMERIC if fn == "mod" else DTYPES)
     if dtype not in allowed:
         raise DtypeError(f"{fn} does not take {dtype} operands (only {', '.join(allowed)})")
     return "bool" if fn in _COMPARISONS or fn == "eq" else dtype

@@ -82,6 +82,17 @@ def _truncated(x, dtype: str):
     return np.where(inside, np.trunc(np.where(inside, x, 0)), -limit).astype(dtype)
 
 
+def _shift(x, y, *, left: bool):
+    """core shl/shr: y outside [0, width) gives 0, or -1 for shr of a negative x."""
+    x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    width = x.dtype.itemsize * 8
+    inside = (y >= 0) & (y < width)
+    amount = np.where(inside, y, 0).astype(x.dtype)
+    shifted = np.left_shift(x, amount) if left else np.right_shift(x, amount)
+    outside = np.zeros_like(x) if left else np.where(x < 0, -1, 0).astype(x.dtype)
+    return np.where(inside, shifted, outside).astype(x.dtype)
+
+
 def _integer(x) -> bool:
     return np.asarray(x).dtype.kind in "iu"
 
@@ -98,12 +109,13 @@ NUMPY_FUNCTIONS = {
     "floor": np.floor, "ceil": np.ceil, "round": np.round, "sign": np.sign,
     "add": np.add, "sub": np.subtract, "mul": np.multiply,
     "div": lambda x, d: _int_div(x, d) if _integer(x) else np.divide(x, d),
-    "mod": _int_mod,
+    "mod": lambda x, d: _int_mod(x, d) if _integer(x) else np.mod(x, d),
     "fmod": lambda x, d: _int_fmod(x, d) if _integer(x) else np.fmod(x, d),
     "pow": np.power, "max": np.maximum, "min": np.minimum,
     "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
     "eq": np.equal,
-    "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor, "not": np.logical_not,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor, "not": np.invert,
+    "shl": lambda x, y: _shift(x, y, left=True), "shr": lambda x, y: _shift(x, y, left=False),
     "select": np.where,
     **{name: _cast(dtype) for name, dtype in core.CASTS.items()},
 }

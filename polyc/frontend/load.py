@@ -69,6 +69,7 @@ def load_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None,
     proto, source = _read(model)
     _check(proto, source)
     opset = _default_opset(proto, source)
+    proto = _placeholder_dims_unknown(proto)
     if shapes:
         proto = _override_shapes(proto, shapes)
     if dims:
@@ -194,7 +195,27 @@ def _graph_inputs(proto: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
 
 
 def _dynamic(dim) -> bool:
+    """Whether a declared input dim is dynamic: a name, nothing, or a negative value
+    (exporters such as PaddlePaddle write -1 for a dynamic dim; 0 is a real extent)."""
     return not dim.HasField("dim_value") or dim.dim_value < 0
+
+
+def _placeholder_dims_unknown(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """``proto`` with the dims written as -1 or 0 in its intermediate and output value
+    infos made unknown, for shape inference to fill in rather than contradict (a real
+    empty dim comes back as 0)."""
+    values = [*proto.graph.value_info, *proto.graph.output]
+    placeholders = [d for v in values if v.type.HasField("tensor_type")
+                    for d in v.type.tensor_type.shape.dim
+                    if d.HasField("dim_value") and d.dim_value <= 0]
+    if not placeholders:
+        return proto
+    proto = onnx.ModelProto.FromString(proto.SerializeToString())
+    for value in (*proto.graph.value_info, *proto.graph.output):
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.HasField("dim_value") and dim.dim_value <= 0:
+                dim.Clear()
+    return proto
 
 
 def dynamic_dims(proto: onnx.ModelProto) -> list[str]:

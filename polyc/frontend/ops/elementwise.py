@@ -310,13 +310,14 @@ def Sum(ctx, *data_0):
     return _folded(ctx, "add", data_0)
 
 
-@onnx_op("Mod", 10, 13)
+@onnx_op("Mod", 10, 13, 28)
 def Mod(ctx, A, B, *, fmod=0):
-    """Mod: C[i] = A mod B, broadcast. Integers: ``fmod=0`` takes the sign of the
-    divisor (Python's %), ``fmod=1`` of the dividend (C's %); x mod 0 is 0. float32:
-    ``fmod=1`` only (C fmod; onnxruntime refuses fmod=0 on floats)."""
-    if not fmod and A.dtype in FLOATS:
-        raise ctx.unsupported(f"fmod=0 on {A.dtype} (ONNX requires fmod=1 for floats)")
+    """Mod: C[i] = A mod B, broadcast. ``fmod=0`` takes the sign of the divisor
+    (Python's %), ``fmod=1`` of the dividend (C's %); integer x mod 0 is 0. Floats:
+    ``fmod=0`` only since version 28 (numpy.mod, its special cases those of the spec)."""
+    if not fmod and A.dtype in FLOATS and ctx.opset < 28:
+        raise ctx.unsupported(f"fmod=0 on {A.dtype} (ONNX requires fmod=1 for floats "
+                              "before opset 28)")
     return _binary(ctx, "fmod" if fmod else "mod", A, B)
 
 
@@ -400,27 +401,42 @@ def GreaterOrEqual(ctx, A, B):
 
 
 @onnx_op("Not", 1)
+@onnx_op("BitwiseNot", 18)
 def Not(ctx, X):
-    """Not: Y[i] = not X[i] (bool)."""
+    """Not / BitwiseNot: Y[i] = not X[i] (bool), ~X[i] (integers)."""
     return _unary(ctx, "not", X)
 
 
 @onnx_op("And", 7)
+@onnx_op("BitwiseAnd", 18)
 def And(ctx, A, B):
-    """And: C[i] = A[bcast(i)] and B[bcast(i)] (bool)."""
+    """And / BitwiseAnd: C[i] = A[bcast(i)] and B[bcast(i)] (bool), & (integers)."""
     return _binary(ctx, "and", A, B)
 
 
 @onnx_op("Or", 7)
+@onnx_op("BitwiseOr", 18)
 def Or(ctx, A, B):
-    """Or: C[i] = A[bcast(i)] or B[bcast(i)] (bool)."""
+    """Or / BitwiseOr: C[i] = A[bcast(i)] or B[bcast(i)] (bool), | (integers)."""
     return _binary(ctx, "or", A, B)
 
 
 @onnx_op("Xor", 7)
+@onnx_op("BitwiseXor", 18)
 def Xor(ctx, A, B):
-    """Xor: C[i] = A[bcast(i)] xor B[bcast(i)] (bool)."""
+    """Xor / BitwiseXor: C[i] = A[bcast(i)] xor B[bcast(i)] (bool), ^ (integers)."""
     return _binary(ctx, "xor", A, B)
+
+
+@onnx_op("BitShift", 11, 28)
+def BitShift(ctx, X, Y, *, direction=None):
+    """BitShift: Z[i] = X << Y or X >> Y (``direction`` LEFT or RIGHT), broadcast;
+    arithmetic right shifts on signed types (version 28), and a shift by a negative
+    amount or by the width or more gives 0 (-1 for a right shift of a negative X)."""
+    fn = {"LEFT": "shl", "RIGHT": "shr"}.get(direction)
+    if fn is None:
+        raise ctx.unsupported(f"direction must be 'LEFT' or 'RIGHT', got {direction!r}")
+    return _binary(ctx, fn, X, Y)
 
 
 @onnx_op("Where", 9, 16)
