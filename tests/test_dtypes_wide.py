@@ -17,7 +17,8 @@ from onnx_helpers import make_model, run_onnxruntime, run_polyc, run_reference
 
 node = helper.make_node
 T = TensorProto
-ONNX = {"float32": T.FLOAT, "float64": T.DOUBLE, "float16": T.FLOAT16, "int64": T.INT64,
+ONNX = {"float32": T.FLOAT, "float64": T.DOUBLE, "float16": T.FLOAT16,
+        "bfloat16": T.BFLOAT16, "int64": T.INT64,
         "int32": T.INT32, "int16": T.INT16, "int8": T.INT8, "uint64": T.UINT64,
         "uint32": T.UINT32, "uint16": T.UINT16, "uint8": T.UINT8, "bool": T.BOOL}
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -34,7 +35,7 @@ def inputs_of(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
         ttype = value.type.tensor_type
         shape = [d.dim_value for d in ttype.shape.dim]
         dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(ttype.elem_type))
-        if dtype.kind == "f":
+        if dtype.kind == "f" or dtype.name == "bfloat16":
             feeds[value.name] = rng.uniform(-4, 4, size=shape).astype(dtype)
         elif dtype.kind == "b":
             feeds[value.name] = rng.random(size=shape) < 0.5
@@ -51,7 +52,10 @@ def assert_same(got, want, name, ulps: float = 0) -> None:
     """Integers, bools and non-finite floats exactly (NaN where NaN); finite floats
     within ``ulps`` units in the last place of their own type."""
     assert got.dtype == want.dtype and got.shape == want.shape, (name, got.dtype, want.dtype)
-    exact = ~np.isfinite(want) if want.dtype.kind == "f" and ulps else np.ones(want.shape, bool)
+    if want.dtype.name == "bfloat16":  # numpy's testing knows no NaN of it
+        got, want = got.astype(np.float32), want.astype(np.float32)
+    floating = want.dtype.kind == "f"
+    exact = ~np.isfinite(want) if floating and ulps else np.ones(want.shape, bool)
     np.testing.assert_array_equal(got[exact], want[exact], err_msg=name)
     near = ~exact
     error = np.abs(got[near].astype(np.float64) - want[near])
@@ -264,7 +268,7 @@ def special(dtype: str) -> np.ndarray:
     non-finite floats."""
     if dtype == "bool":
         return np.array([True, False] * 10)
-    if dtype.startswith("float"):
+    if dtype.startswith(("float", "bfloat")):
         values = [-2.7, -0.5, -0.0, 0.4, 2.5, 127.5, 200.7, 300.7, 40000.5, -70000.0, 3e9,
                   -3e9, 5e9, 1e19, -1e19, 2.0**63, np.inf, -np.inf, np.nan, 65504.0]
         with np.errstate(over="ignore"):
@@ -287,18 +291,33 @@ def test_cast_between_every_pair(source, target):
     model = make_model([node("Cast", ["x"], ["y"], to=ONNX[target])],
                        [("x", (20,), ONNX[source])], [("y", (20,), ONNX[target])])
     x = special(source)
+    if "bfloat16" in (source, target):  # onnxruntime takes no bfloat16 arrays from numpy:
+        check(model, lambda x: {"y": bfloat16_cast(x, source, target)}, {"x": x})
+        return
     want = run_onnxruntime(model, {"x": x})
     if (source, target) == ("float16", "uint32"):
         want["y"][~np.isfinite(x) & ~(x > 0)] = 2**31
     check(model, lambda x: want, {"x": x})
 
 
+def bfloat16_cast(x, source, target):
+    """A Cast from or to bfloat16 through float32: onnxruntime's Cast to or from float32
+    (exact from bfloat16), ml_dtypes' rounding to bfloat16 (nearest-even)."""
+    def ort_cast(value, to):
+        model = make_model([node("Cast", ["x"], ["y"], to=ONNX[to])],
+                           [("x", value.shape, ONNX[value.dtype.name])],
+                           [("y", value.shape, ONNX[to])])
+        return run_onnxruntime(model, {"x": value})["y"]
+    single = x.astype(np.float32) if source == "bfloat16" else ort_cast(x, "float32")
+    return single.astype("bfloat16") if target == "bfloat16" else ort_cast(single, target)
+
+
 # -- what stays refused ----------------------------------------------------------------------
 
-def test_bfloat16_input_is_refused_naming_the_tensor():
-    model = make_model([node("Cast", ["h"], ["y"], to=T.FLOAT)], [("h", (3,), T.BFLOAT16)],
-                       [("y", (3,))])
-    with pytest.raises(UnsupportedDtypeError, match="graph input 'h' has dtype bfloat16"):
+def test_float8_input_is_refused_naming_the_tensor():
+    model = make_model([node("Cast", ["h"], ["y"], to=T.FLOAT)], [("h", (3,), T.FLOAT8E4M3FN)],
+                       [("y", (3,))], opset=19)
+    with pytest.raises(UnsupportedDtypeError, match="graph input 'h' has dtype float8e4m3fn"):
         polyc.compile(model)
 
 
@@ -410,3 +429,17 @@ def test_mod_28_on_floats_is_numpy_mod(dtype):
         want = np.mod(x, d)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_bfloat16_block_is_its_float32_block_rounded():
+    """bfloat16, as float16: float32 inside, one rounding (nearest-even, ml_dtypes') of
+    each output."""
+    def model(dtype):
+        return make_model([node("MatMul", ["x", "w"], ["m"]), node("Softmax", ["m"], ["y"])],
+                          [("x", (6, 16), dtype), ("w", (16, 10), dtype)], [("y", (6, 10), dtype)])
+    rng = np.random.default_rng(13)
+    x, w = (rng.standard_normal(s).astype("bfloat16") for s in ((6, 16), (16, 10)))
+    narrow = run_polyc(model(T.BFLOAT16), {"x": x, "w": w})["y"]
+    single = run_polyc(model(T.FLOAT), {"x": x.astype(np.float32), "w": w.astype(np.float32)})["y"]
+    assert narrow.dtype.name == "bfloat16"
+    np.testing.assert_array_equal(narrow.view(np.uint16), single.astype("bfloat16").view(np.uint16))

@@ -67,16 +67,16 @@ def test_string_constant_is_unsupported():
 
 
 def test_unsupported_graph_input_dtype():
-    model = make_model([helper.make_node("Relu", ["x"], ["y"])],
-                       [("x", (3,), TensorProto.BFLOAT16)], [("y", (3,), TensorProto.BFLOAT16)])
-    with pytest.raises(UnsupportedDtypeError, match="graph input 'x' has dtype bfloat16"):
+    model = make_model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)],
+                       [("x", (3,), TensorProto.FLOAT8E5M2)], [("y", (3,))], opset=19)
+    with pytest.raises(UnsupportedDtypeError, match="graph input 'x' has dtype float8e5m2"):
         import_model(model)
 
 
 def test_unsupported_graph_output_dtype():
-    model = make_model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.BFLOAT16)],
-                       [("x", (3,))], [("y", (3,), TensorProto.BFLOAT16)])
-    with pytest.raises(UnsupportedDtypeError, match="graph output 'y' has dtype bfloat16"):
+    model = make_model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E5M2)],
+                       [("x", (3,))], [("y", (3,), TensorProto.FLOAT8E5M2)], opset=19)
+    with pytest.raises(UnsupportedDtypeError, match="graph output 'y' has dtype float8e5m2"):
         import_model(model)
 
 

@@ -29,7 +29,7 @@ from polyc.codegen.exprs import FAST, I1, I64, int_expr, value_name
 from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
 from polyc.codegen.profile import Timers
 from polyc.errors import CodegenError
-from polyc.frontend.core import Call, Const, result_dtype
+from polyc.frontend.core import INTEGER, Call, Const, result_dtype
 from polyc.islutil import strides
 from polyc.scop.model import Load, LoadAt, Scop
 
@@ -38,6 +38,9 @@ LANE_BITS = ir.IntType(vector.LANES)  # a lane mask as one integer
 SHORT_LOOP = (16, 32)  # inner loops with this many iterations get loop_hints
 UNROLLED_VECTORS = 8  # a vector loop with guarded reads and at most this many vectors
 ENTRY = "polyc_main"
+# functions whose operand is rounded to an integer: a division under them divides
+# exactly (_LoopEmitter._quotient)
+ROUNDED = frozenset({"round", "floor", "ceil", *(f"cast_{dtype}" for dtype in INTEGER)})
 
 
 def emit_module(scop: Scop, program: LoopProgram, plan: BufferPlan, *,
@@ -787,7 +790,9 @@ class _LoopEmitter:
                 and len(terms := sums.terms(expr)) >= sums.LONG_SUM:
             result = self._interleaved_sum([self._body(t, load, lanes, memo) for t in terms])
         elif isinstance(expr, Call):
-            args = [self._body(arg, load, lanes, memo) for arg in expr.args]
+            args = [self._quotient(arg, load, lanes, memo) if expr.fn in ROUNDED
+                    and isinstance(arg, Call) and arg.fn == "div"
+                    else self._body(arg, load, lanes, memo) for arg in expr.args]
             dtypes = tuple(dtype for _, dtype in args)
             value = scalars.call(self.builder, expr.fn, [v for v, _ in args], dtypes)
             result = value, result_dtype(expr.fn, dtypes)
@@ -795,6 +800,16 @@ class _LoopEmitter:
             raise TypeError(f"not a statement body: {expr!r}")
         memo[expr] = result
         return result
+
+    def _quotient(self, expr: Call, load, lanes, memo) -> tuple[ir.Value, str]:
+        """A division whose result is rounded to an integer next: rounded once, not a
+        product with the reciprocal (``arcp``), which may put a half step on the other
+        side (x / scale in a quantization)."""
+        (x, dtype), (y, _) = (self._body(a, load, lanes, memo) for a in expr.args)
+        value = scalars.call(self.builder, "div", [x, y], (dtype, dtype))
+        if "arcp" in getattr(value, "flags", ()):
+            value.flags.remove("arcp")
+        return value, dtype
 
     def _interleaved_sum(self, terms: list[tuple[ir.Value, str]]) -> tuple[ir.Value, str]:
         """The sum of ``terms`` (values and dtypes) as SUM_CHAINS interleaved partial

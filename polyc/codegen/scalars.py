@@ -29,9 +29,9 @@ F16 = ir.HalfType()
 BITS = {"int64": 64, "int32": 32, "int16": 16, "int8": 8,
         "uint64": 64, "uint32": 32, "uint16": 16, "uint8": 8}
 _INTS = {64: I64, 32: I32, 16: I16, 8: I8}
-REGISTER = {"float32": F32, "float64": F64, "float16": F32, "bool": I1,
+REGISTER = {"float32": F32, "float64": F64, "float16": F32, "bfloat16": F32, "bool": I1,
             **{dtype: _INTS[bits] for dtype, bits in BITS.items()}}
-MEMORY = {**REGISTER, "float16": F16, "bool": I8}
+MEMORY = {**REGISTER, "float16": F16, "bfloat16": I16, "bool": I8}
 _BYTES = {F32: 4, F64: 8, F16: 2}
 
 
@@ -198,7 +198,7 @@ BOOL_FUNCTIONS = {
     "select": _select,
 }
 
-FUNCTIONS = {"float32": FLOAT_FUNCTIONS, "float16": FLOAT_FUNCTIONS,
+FUNCTIONS = {"float32": FLOAT_FUNCTIONS, "float16": FLOAT_FUNCTIONS, "bfloat16": FLOAT_FUNCTIONS,
              "float64": FLOAT64_FUNCTIONS, "bool": BOOL_FUNCTIONS,
              **{dtype: UINT_FUNCTIONS if dtype in UNSIGNED else INT_FUNCTIONS
                 for dtype in BITS}}
@@ -223,8 +223,10 @@ def round_half(b: ir.IRBuilder, x) -> ir.Value:
 def cast(b: ir.IRBuilder, x, source: str, target: str) -> ir.Value:
     """``x`` of dtype ``source`` converted to ``target`` (``core.CASTS``)."""
     to = shaped(REGISTER[target], x.type)
-    if target == "float16" and source in FLOATS:  # rounded now, float32 in registers
-        return round_half(b, cast(b, x, source, "float32"))
+    if target in ("float16", "bfloat16") and source in FLOATS:  # rounded now, float32
+        single = cast(b, x, source, "float32")  # in registers
+        return round_half(b, single) if target == "float16" else \
+            _from_bfloat16(b, _to_bfloat16(b, single))
     if source == target:
         return x
     if x.type == to and source in FLOATS and target in FLOATS:
@@ -276,11 +278,34 @@ def _fptosi(b: ir.IRBuilder, x, target: str) -> ir.Value:
     return b.select(inside, b.fptosi(x, to), constant(to, target, -(2 ** (BITS[target] - 1))))
 
 
+def _to_bfloat16(b: ir.IRBuilder, x) -> ir.Value:
+    """The float32 ``x`` rounded to bfloat16 (nearest, ties to even) as its 16 bits; a
+    NaN stays a NaN (quiet, its sign kept)."""
+    words = shaped(I32, x.type)
+    bits = b.bitcast(x, words)
+    high = b.lshr(bits, constant(words, "int32", 16))
+    odd = b.and_(high, constant(words, "int32", 1))
+    rounded = b.lshr(b.add(b.add(bits, constant(words, "int32", 0x7FFF)), odd),
+                     constant(words, "int32", 16))
+    quiet = b.or_(high, constant(words, "int32", 0x40))
+    nan = b.fcmp_unordered("uno", x, x)
+    return b.trunc(b.select(nan, quiet, rounded), shaped(I16, x.type))
+
+
+def _from_bfloat16(b: ir.IRBuilder, bits) -> ir.Value:
+    """The float32 of bfloat16's 16 ``bits``."""
+    words = shaped(I32, bits.type)
+    return b.bitcast(b.shl(b.zext(bits, words), constant(words, "int32", 16)),
+                     shaped(F32, bits.type))
+
+
 def from_memory(b: ir.IRBuilder, value, dtype: str) -> ir.Value:
     """A loaded value in its register type (a bool byte becomes ``byte != 0``, a half
-    a float32)."""
+    or a bfloat16 a float32)."""
     if dtype == "float16" and shaped(F16, value.type) == value.type:
         return b.fpext(value, shaped(F32, value.type))
+    if dtype == "bfloat16" and shaped(I16, value.type) == value.type:
+        return _from_bfloat16(b, value)
     if dtype != "bool":
         return value
     return b.icmp_unsigned("!=", value, ir.Constant(value.type, None))
@@ -291,6 +316,8 @@ def to_memory(b: ir.IRBuilder, value, dtype: str, element: ir.Type) -> ir.Value:
     1, a float16 rounded to nearest-even when its array holds halves)."""
     if dtype == "float16" and element == F16:
         return b.fptrunc(value, shaped(F16, value.type))
+    if dtype == "bfloat16" and element == I16:
+        return _to_bfloat16(b, value)
     return b.zext(value, shaped(I8, value.type)) if dtype == "bool" else value
 
 

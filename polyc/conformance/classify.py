@@ -36,7 +36,16 @@ OUT_OF_SCOPE = (ModelError, UnsupportedOpError, UnsupportedDtypeError, ShapeErro
 # The prefix of every wrong-answer reason; only these may be known differences.
 WRONG_ANSWER = "wrong answer"
 
+# The suite's bfloat16 Attention outputs round every op to bfloat16 (numpy on ml_dtypes
+# arrays); polyc computes in float32 and rounds the output once: 1 bfloat16 ulp apart.
+_BFLOAT16_ROUNDING = ("bfloat16 rounding: the expected values round every op to bfloat16, "
+                      "polyc computes in float32 and rounds the output (1 ulp apart)")
+
 KNOWN_DIFFERENCES: dict[str, str] = {
+    **{f"test_attention_{case}_bf16{expanded}": _BFLOAT16_ROUNDING
+       for case in ("3d_causal", "4d_attn_mask_causal", "4d_causal", "4d_causal_padded_kv",
+                    "4d_padded_kv")
+       for expanded in ("", "_expanded")},
     "test_identity_opt": "optional type: polyc compiles tensors only",
     "test_identity_sequence": "sequence type: polyc compiles tensors only",
 }

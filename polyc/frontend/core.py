@@ -21,13 +21,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+import ml_dtypes
 import numpy as np
 
 # The element types of tensors and expression values. bool is one byte in memory
 # (numpy bool_); integer arithmetic wraps around on overflow (two's complement), unsigned
-# types compare, divide and convert as unsigned. float16 is a storage type: its values
-# are float32 in registers, rounded to nearest-even when stored.
-FLOATS = ("float32", "float64", "float16")
+# types compare, divide and convert as unsigned. float16 and bfloat16 are storage types:
+# their values are float32 in registers, rounded to nearest-even when stored.
+NARROW_FLOATS = ("float16", "bfloat16")
+FLOATS = ("float32", "float64", *NARROW_FLOATS)
 SIGNED = ("int64", "int32", "int16", "int8")
 UNSIGNED = ("uint64", "uint32", "uint16", "uint8")
 INTEGER = SIGNED + UNSIGNED
@@ -110,6 +112,11 @@ COMBINERS = MappingProxyType({"add": 0.0, "mul": 1.0, "max": float("-inf"),
 
 # What a Read gives at an index outside its tensor (per dim, see Read).
 OUTSIDE = ("error", "fill", "edge", "reflect")
+
+
+def float_info(dtype: str):
+    """numpy's finfo of a float dtype (bfloat16's from ml_dtypes)."""
+    return ml_dtypes.finfo(dtype) if dtype == "bfloat16" else np.finfo(dtype)
 
 
 def identity(combiner: str, dtype: str = "float32") -> Const:

@@ -136,17 +136,17 @@ def evaluate(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nda
     with np.errstate(all="ignore"):
         for op in graph.ops:
             info = graph.tensors[op.out]
-            # float16 temporaries hold float32s, as in compiled code (Array.storage)
-            dtype = "float32" if info.dtype == "float16" and op.out not in outputs \
+            # float16/bfloat16 temporaries hold float32s, as compiled code's (Array.storage)
+            dtype = "float32" if info.dtype in core.NARROW_FLOATS and op.out not in outputs \
                 else info.dtype
             values[op.out] = _run(op, values, info.shape, np.dtype(dtype))
     return {t.name: np.array(values[t.name], dtype=t.dtype) for t in graph.outputs}
 
 
 def _computed(value: np.ndarray) -> np.ndarray:
-    """float16 data as the float32s compiled code computes with (numpy would round
-    every operation to float16); other data as it is."""
-    return value.astype(np.float32) if value.dtype == np.float16 else value
+    """float16 and bfloat16 data as the float32s compiled code computes with (numpy
+    would round every operation to float16); other data as it is."""
+    return value.astype(np.float32) if value.dtype.name in core.NARROW_FLOATS else value
 
 
 def _checked_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

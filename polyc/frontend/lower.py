@@ -405,7 +405,7 @@ class LoweringContext:
         producer = self._ops[self._producer[tensor.name]]
         if onnx_name in self._graph.outputs and (
                 isinstance(producer, View)
-                or isinstance(producer, Reduce) and tensor.dtype == "float16"):
+                or isinstance(producer, Reduce) and tensor.dtype in core.NARROW_FLOATS):
             # a float16 output holds halves: a sum into it would round at every step
             self._copy(tensor, onnx_name)
         else:

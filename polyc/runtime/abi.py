@@ -43,6 +43,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+import ml_dtypes  # noqa: F401 - registers numpy's bfloat16 dtype (arrays of bfloat16)
 import numpy as np
 
 from polyc.errors import InputError

@@ -81,11 +81,12 @@ class Array:
 
     @property
     def storage(self) -> str:
-        """The dtype of its elements in memory: its dtype, except that a float16
-        temporary holds float32 (float16 values are float32 in registers, rounded where
-        a Cast asks for it and where a graph's output or a caller's array holds them,
-        as onnxruntime's CPU kernels compute float16 models in float32)."""
-        return "float32" if self.dtype == "float16" and self.kind == "temp" else self.dtype
+        """The dtype of its elements in memory: its dtype, except that a float16 or
+        bfloat16 temporary holds float32 (their values are float32 in registers, rounded
+        where a Cast asks for it and where a graph's output or a caller's array holds
+        them, as onnxruntime's CPU kernels compute float16 models in float32)."""
+        narrow = self.dtype in ("float16", "bfloat16")
+        return "float32" if narrow and self.kind == "temp" else self.dtype
 
     @property
     def itemsize(self) -> int:

@@ -18,6 +18,7 @@ from polyc.frontend.ops import (  # noqa: F401
     norm,
     norm_transformer,
     pool,
+    quantize,
     reduce,
     resize,
     shape,

@@ -19,7 +19,7 @@ import functools
 import numpy as np
 from onnx import TensorProto
 
-from polyc.frontend.core import DTYPES, FLOATS, Call, Const, Ix, Read, identity_index
+from polyc.frontend.core import DTYPES, FLOATS, Call, Const, Ix, Read, float_info, identity_index
 from polyc.frontend.load import dtype_name
 from polyc.frontend.ops.indexing import broadcast_index, broadcast_shapes, size
 from polyc.frontend.ops.registry import onnx_op
@@ -253,7 +253,7 @@ def _bound(ctx, tensor, role: str):
 
 def _limits(dtype: str) -> tuple[float, float]:
     """The smallest and largest finite values of ``dtype``."""
-    info = np.finfo(dtype) if dtype in FLOATS else np.iinfo(dtype)
+    info = float_info(dtype) if dtype in FLOATS else np.iinfo(dtype)
     return info.min, info.max
 
 
@@ -490,7 +490,7 @@ def Cast(ctx, input, *, to=None, saturate=1, round_mode="up"):
     """Cast among the floats, integers and bool of ``core.DTYPES``: one Map of
     ``cast_<to>`` (see ``core.CASTS``: float -> integer truncates, NaN and out-of-range
     values give what onnxruntime gives on x86; any -> bool is ``x != 0``). Other targets
-    (float8, int4, bfloat16, string) are unsupported. ``saturate`` and ``round_mode``
+    (float8, int4, string) are unsupported. ``saturate`` and ``round_mode``
     concern float8 targets only."""
     if to is None:
         raise ctx.unsupported("Cast needs the 'to' attribute")

@@ -1,0 +1,101 @@
+"""QuantizeLinear and DequantizeLinear: each one Map.
+
+``DequantizeLinear``: ``y = (x - zero_point) * scale`` in the scale's float type (or
+``output_dtype``). ``QuantizeLinear``: ``y = clamp(round(x / scale) + zero_point)`` in the
+zero point's integer type (or ``output_dtype``, default uint8), rounding half to even
+and saturating to the type's range. The scale and zero point are one value (per
+tensor), a 1-D tensor along ``axis`` (per axis), or, with ``block_size``, a tensor
+holding one value per block of ``block_size`` elements along ``axis``: such a constant
+is repeated along the axis when compiling (the index of a block, ``i // block_size``,
+is no affine index); a blocked scale computed at run time is refused. Integer types of
+8 and 16 bits; the float8 and 4-bit types are refused as dtypes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from polyc.frontend.core import FLOATS, INTEGER, Call, Const, Ix, Read
+from polyc.frontend.load import dtype_name
+from polyc.frontend.ops.indexing import normalize_axis
+from polyc.frontend.ops.registry import onnx_op
+
+
+@onnx_op("DequantizeLinear", 10, 13, 19, 21, 23, 24, 25, 28)
+def DequantizeLinear(ctx, x, x_scale, x_zero_point=None, *, axis=1, block_size=0,
+                     output_dtype=0):
+    """DequantizeLinear: (x - zero_point) * scale, computed in float32 (see the module
+    docstring)."""
+    target = dtype_name(output_dtype) if output_dtype else x_scale.dtype
+    scale = _parameter(ctx, x_scale, x, axis, block_size, "x_scale")
+    value = Call("cast_float32", (Read(x.name, _box(x)),))
+    if x_zero_point is not None:
+        zero = _parameter(ctx, x_zero_point, x, axis, block_size, "x_zero_point")
+        value = Call("sub", (value, Call("cast_float32", (zero,))))
+    product = Call("mul", (value, Call("cast_float32", (scale,))))
+    return ctx.map(x.shape, Call(f"cast_{_float(ctx, target)}", (product,)),
+                   label="dequantize")
+
+
+@onnx_op("QuantizeLinear", 10, 13, 19, 21, 23, 24, 25, 28)
+def QuantizeLinear(ctx, x, y_scale, y_zero_point=None, *, axis=1, block_size=0,
+                   output_dtype=0, saturate=1, precision=0):
+    """QuantizeLinear: clamp(round(x / scale) + zero_point) (see the module docstring);
+    the division in float32 (``precision`` other than float32's is refused)."""
+    if precision not in (0, TensorProto.FLOAT):
+        raise ctx.unsupported(f"precision={precision}: polyc divides in float32")
+    target = dtype_name(output_dtype) if output_dtype else \
+        y_zero_point.dtype if y_zero_point is not None else "uint8"
+    if target not in INTEGER or np.iinfo(target).bits > 16:
+        raise ctx.dtype_error(f"quantizes to {target}; polyc quantizes to 8- and 16-bit "
+                              "integers")
+    scale = Call("cast_float32", (_parameter(ctx, y_scale, x, axis, block_size, "y_scale"),))
+    value = Call("round", (Call("div", (Call("cast_float32", (Read(x.name, _box(x)),)),
+                                        scale)),))
+    if y_zero_point is not None:
+        zero = _parameter(ctx, y_zero_point, x, axis, block_size, "y_zero_point")
+        value = Call("add", (value, Call("cast_float32", (zero,))))
+    low, high = (float(v) for v in (np.iinfo(target).min, np.iinfo(target).max))
+    clamped = Call("min", (Call("max", (value, Const(low))), Const(high)))
+    return ctx.map(x.shape, Call(f"cast_{target}", (clamped,)), label="quantize")
+
+
+def _box(x) -> tuple[Ix, ...]:
+    return tuple(Ix.var(k) for k in range(len(x.shape)))
+
+
+def _float(ctx, dtype: str) -> str:
+    if dtype not in FLOATS:
+        raise ctx.dtype_error(f"dequantizes to {dtype}; polyc dequantizes to float types")
+    return dtype
+
+
+def _parameter(ctx, tensor, x, axis: int, block_size: int, role: str):
+    """The read of a scale or zero point at each element of ``x``: per tensor (one
+    value), per axis (1-D along ``axis``) or per block (repeated along ``axis`` when
+    constant)."""
+    rank = len(x.shape)
+    if int(np.prod(tensor.shape)) == 1:
+        return Read(tensor.name, tuple(Ix.constant(0) for _ in tensor.shape))
+    try:
+        axis = normalize_axis(axis, rank)
+    except ValueError as e:
+        raise ctx.shape_error(str(e)) from None
+    if not block_size:
+        if tensor.shape != (x.shape[axis],):
+            raise ctx.shape_error(f"{role} has shape {list(tensor.shape)}, expected "
+                                  f"[{x.shape[axis]}] (one value per index of axis {axis})")
+        return Read(tensor.name, (Ix.var(axis),))
+    value = ctx.constant_value(tensor)
+    blocks = -(-x.shape[axis] // block_size)
+    expected = x.shape[:axis] + (blocks,) + x.shape[axis + 1:]
+    if tuple(tensor.shape) != expected:
+        raise ctx.shape_error(f"{role} has shape {list(tensor.shape)}, expected "
+                              f"{list(expected)} (one value per block of {block_size})")
+    if value is None:
+        raise ctx.unsupported(f"a blocked {role} must be a constant (its block index "
+                              f"i // {block_size} is not affine)")
+    repeated = np.repeat(value, block_size, axis=axis).take(range(x.shape[axis]), axis=axis)
+    full = ctx.constant(repeated, label=f"{role}_blocks")
+    return Read(full.name, _box(x))
