@@ -82,3 +82,35 @@ def test_a_blocked_scale_computed_at_run_time_is_refused():
                        [("x", (2, 4)), ("s", (2, 2))], [("y", (2, 4), T.UINT8)], opset=21)
     with pytest.raises(UnsupportedOpError, match="blocked y_scale must be a constant"):
         polyc.compile(model)
+
+
+@pytest.mark.parametrize("a_type, b_type", [("uint8", "uint8"), ("int8", "int8"),
+                                            ("uint8", "int8")])
+def test_matmul_integer_with_per_row_and_per_column_zero_points(a_type, b_type):
+    rng = np.random.default_rng(7)
+    info_a, info_b = np.iinfo(a_type), np.iinfo(b_type)
+    a = rng.integers(info_a.min, info_a.max, (2, 5, 12), endpoint=True).astype(a_type)
+    b = rng.integers(info_b.min, info_b.max, (12, 7), endpoint=True).astype(b_type)
+    model = make_model([node("MatMulInteger", ["a", "b", "za", "zb"], ["y"])],
+                       [("a", (2, 5, 12), INTS[a_type]), ("b", (12, 7), INTS[b_type])],
+                       [("y", (2, 5, 7), T.INT32)],
+                       initializers=[("za", np.array(3, a_type)),
+                                     ("zb", rng.integers(0, 9, 7).astype(b_type))])
+    check(model, {"a": a, "b": b})
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_qlinear_matmul_requantizes(dtype):
+    rng = np.random.default_rng(8)
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max, (6, 16), endpoint=True).astype(dtype)
+    b = rng.integers(info.min, info.max, (16, 5), endpoint=True).astype(dtype)
+    scalars = [("sa", np.array(0.02, np.float32)), ("za", np.array(4, dtype)),
+               ("sb", np.array(0.03, np.float32)), ("zb", np.array(-3 if dtype == "int8"
+                                                                    else 130, dtype)),
+               ("sy", np.array(0.5, np.float32)), ("zy", np.array(7, dtype))]
+    model = make_model([node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"],
+                             ["y"])],
+                       [("a", (6, 16), INTS[dtype]), ("b", (16, 5), INTS[dtype])],
+                       [("y", (6, 5), INTS[dtype])], initializers=scalars)
+    check(model, {"a": a, "b": b})

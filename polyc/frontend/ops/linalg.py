@@ -14,6 +14,12 @@ def MatMul(ctx, A, B):
     A 1-D ``A`` is a row vector and a 1-D ``B`` a column vector whose unit dim is
     dropped from Y; batch dims broadcast. Loop variables: batch dims, m, n, then k.
     """
+    return product(ctx, A, B, lambda a, b, m, n: Call("mul", (a, b)), Const(0.0), "matmul")
+
+
+def product(ctx, A, B, term, init, label: str):
+    """MatMul's Reduce with the summed ``term(a, b, m, n)`` of the reads of A and B and
+    the indices of the row and column (``()`` for a 1-D operand), from ``init``."""
     if not A.shape or not B.shape:
         raise ctx.shape_error(f"operands {list(A.shape)} and {list(B.shape)} "
                               "must have rank >= 1")
@@ -35,9 +41,9 @@ def MatMul(ctx, A, B):
     n_index = (Ix.var(n_var),) if n_dims else ()
     a = Read(A.name, broadcast_index(a_batch, batch) + m_index + (Ix.var(k_var),))
     b = Read(B.name, broadcast_index(b_batch, batch) + (Ix.var(k_var),) + n_index)
-    return ctx.reduce(out_shape=out_shape, init=Const(0.0), extents=out_shape + (k_size,),
+    return ctx.reduce(out_shape=out_shape, init=init, extents=out_shape + (k_size,),
                       out_index=identity_index(len(out_shape)), combiner="add",
-                      expr=Call("mul", (a, b)), label="matmul")
+                      expr=term(a, b, m_index, n_index), label=label)
 
 
 @onnx_op("Gemm", 7, 9, 11, 13)

@@ -1,4 +1,4 @@
-"""QuantizeLinear and DequantizeLinear: each one Map.
+"""QuantizeLinear and DequantizeLinear, each one Map; MatMulInteger and QLinearMatMul.
 
 ``DequantizeLinear``: ``y = (x - zero_point) * scale`` in the scale's float type (or
 ``output_dtype``). ``QuantizeLinear``: ``y = clamp(round(x / scale) + zero_point)`` in the
@@ -9,6 +9,10 @@ holding one value per block of ``block_size`` elements along ``axis``: such a co
 is repeated along the axis when compiling (the index of a block, ``i // block_size``,
 is no affine index); a blocked scale computed at run time is refused. Integer types of
 8 and 16 bits; the float8 and 4-bit types are refused as dtypes.
+
+MatMulInteger is MatMul's Reduce over the int32 differences with the zero points;
+QLinearMatMul requantizes that sum with the one float32 factor a_scale * b_scale /
+y_scale, as QuantizeLinear does.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from onnx import TensorProto
 from polyc.frontend.core import FLOATS, INTEGER, Call, Const, Ix, Read
 from polyc.frontend.load import dtype_name
 from polyc.frontend.ops.indexing import normalize_axis
+from polyc.frontend.ops.linalg import product
 from polyc.frontend.ops.registry import onnx_op
 
 
@@ -99,3 +104,55 @@ def _parameter(ctx, tensor, x, axis: int, block_size: int, role: str):
     repeated = np.repeat(value, block_size, axis=axis).take(range(x.shape[axis]), axis=axis)
     full = ctx.constant(repeated, label=f"{role}_blocks")
     return Read(full.name, _box(x))
+
+
+@onnx_op("MatMulInteger", 10)
+def MatMulInteger(ctx, A, B, a_zero_point=None, b_zero_point=None):
+    """MatMulInteger: Y = sum_k (A - a_zero_point) * (B - b_zero_point) in int32; a zero
+    point is one value or one per row of A (per column of B)."""
+    return _integer_product(ctx, A, B, a_zero_point, b_zero_point)
+
+
+@onnx_op("QLinearMatMul", 10, 21)
+def QLinearMatMul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
+                  y_zero_point):
+    """QLinearMatMul: the int32 product of MatMulInteger, requantized:
+    ``clamp(round(acc * a_scale * b_scale / y_scale) + y_zero_point)`` in the output zero
+    point's type (the scales per tensor, in float32)."""
+    for scale in (a_scale, b_scale, y_scale):
+        if int(np.prod(scale.shape)) != 1:
+            raise ctx.unsupported(f"scale '{scale.name}' of shape {list(scale.shape)}: "
+                                  "polyc takes per-tensor scales")
+    acc = _integer_product(ctx, a, b, a_zero_point, b_zero_point)
+    scales = [Call("cast_float32", (Read(s.name, tuple(Ix.constant(0) for _ in s.shape)),))
+              for s in (a_scale, b_scale, y_scale)]
+    multiplier = Call("div", (Call("mul", tuple(scales[:2])), scales[2]))
+    value = Call("round", (Call("mul", (Call("cast_float32", (Read(acc.name, _box(acc)),)),
+                                        multiplier)),))
+    target = y_zero_point.dtype
+    zero = Read(y_zero_point.name, tuple(Ix.constant(0) for _ in y_zero_point.shape))
+    value = Call("add", (value, Call("cast_float32", (zero,))))
+    low, high = (float(v) for v in (np.iinfo(target).min, np.iinfo(target).max))
+    clamped = Call("min", (Call("max", (value, Const(low))), Const(high)))
+    return ctx.map(acc.shape, Call(f"cast_{target}", (clamped,)), label="requantize")
+
+
+def _integer_product(ctx, A, B, a_zero_point, b_zero_point):
+    def shifted(read, zero_point, index):
+        value = Call("cast_int32", (read,))
+        if zero_point is None:
+            return value
+        per_tensor = int(np.prod(zero_point.shape)) == 1
+        zero = Read(zero_point.name, tuple(Ix.constant(0) for _ in zero_point.shape)
+                    if per_tensor else index)
+        return Call("sub", (value, Call("cast_int32", (zero,))))
+
+    for zero_point, operand, side in ((a_zero_point, A, -2), (b_zero_point, B, -1)):
+        if zero_point is not None and int(np.prod(zero_point.shape)) != 1 and (
+                len(operand.shape) < 2 or zero_point.shape != (operand.shape[side],)):
+            raise ctx.unsupported(f"zero point '{zero_point.name}' of shape "
+                                  f"{list(zero_point.shape)}: polyc takes one value or one "
+                                  "per row of A (column of B)")
+    return product(ctx, A, B, lambda a, b, m, n: Call("mul", (shifted(a, a_zero_point, m),
+                                                             shifted(b, b_zero_point, n))),
+                   Const(0, "int32"), "matmul_integer")
