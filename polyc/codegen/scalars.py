@@ -3,15 +3,15 @@
 A value of dtype ``float32`` is ``float``, ``float64`` is ``double``, the integers are
 ``i64`` to ``i8`` (signless: the unsigned types' functions compare and divide unsigned)
 and ``bool`` is ``i1`` in registers but one byte (``i8``, 0 or 1: numpy's bool_) in
-memory; ``float16`` is ``half`` in memory and ``float`` in registers (rounded to
-nearest-even when stored or cast to it). Vector statements use ``<16 x T>`` of the same
-element types. Float functions are :data:`polyc.codegen.exprs.FLOAT_FUNCTIONS` (and
-``FLOAT64_FUNCTIONS``); integers wrap around (two's complement: ``add``/``sub``/``mul``
-carry no ``nsw``, so overflow is defined), and division never reaches LLVM's undefined
-cases: a zero divisor gives 0 and ``MIN / -1`` gives ``MIN`` (onnxruntime traps on
-both). Casts are ``core.CASTS``: float -> integer gives what onnxruntime gives on x86-64
-(``cvttss2si``) for NaN, infinities and values out of range, without LLVM's poison for
-those inputs.
+memory; ``float16`` is ``half`` and ``bfloat16`` its 16 bits (``i16``) in memory, both
+``float`` in registers (rounded to nearest-even when stored or cast to them). Vector
+statements use ``<16 x T>`` of the same element types. Float functions are
+:data:`polyc.codegen.exprs.FLOAT_FUNCTIONS` (and ``FLOAT64_FUNCTIONS``); integers wrap
+around (two's complement: ``add``/``sub``/``mul`` carry no ``nsw``, so overflow is
+defined), and division never reaches LLVM's undefined cases: a zero divisor gives 0 and
+``MIN / -1`` gives ``MIN`` (onnxruntime traps on both). Casts are ``core.CASTS``: float
+-> integer gives what onnxruntime gives on x86-64 (``cvttss2si``) for NaN, infinities and
+values out of range, without LLVM's poison for those inputs.
 """
 
 from __future__ import annotations
@@ -68,8 +68,10 @@ def _int(x, value: int) -> ir.Constant:
     return constant(x.type, "int64", value)
 
 
-def _select_cmp(pred: str):
-    return lambda b, x, y: b.select(b.icmp_signed(pred, x, y), x, y)
+def _select_cmp(pred: str, unsigned: bool = False):
+    """max/min: the operand the comparison ``pred`` picks."""
+    compare = _icmp(pred, unsigned)
+    return lambda b, x, y: b.select(compare(b, x, y), x, y)
 
 
 def _safe_divisor(b: ir.IRBuilder, d):
@@ -109,7 +111,9 @@ def _int_sign(b: ir.IRBuilder, x):
     return b.select(b.icmp_signed(">", x, _int(x, 0)), _int(x, 1), negative)
 
 
-def _icmp(pred: str):
+def _icmp(pred: str, unsigned: bool = False):
+    if unsigned:
+        return lambda b, x, y: b.icmp_unsigned(pred, x, y)
     return lambda b, x, y: b.icmp_signed(pred, x, y)
 
 
@@ -156,13 +160,6 @@ INT_FUNCTIONS = {
     "shr": _shift("shr", True),
 }
 
-def _ucmp(pred: str):
-    return lambda b, x, y: b.icmp_unsigned(pred, x, y)
-
-
-def _uselect_cmp(pred: str):
-    return lambda b, x, y: b.select(b.icmp_unsigned(pred, x, y), x, y)
-
 
 def _uint_divide(instr: str):
     """Unsigned x / d or x % d (the same as the remainder's modulo); by 0 gives 0."""
@@ -181,9 +178,10 @@ UINT_FUNCTIONS = {
     "abs": lambda b, x: x,
     "relu": lambda b, x: x,
     "sign": lambda b, x: b.zext(b.icmp_unsigned("!=", x, _int(x, 0)), x.type),
-    "max": _uselect_cmp(">"),
-    "min": _uselect_cmp("<"),
-    "lt": _ucmp("<"), "le": _ucmp("<="), "gt": _ucmp(">"), "ge": _ucmp(">="),
+    "max": _select_cmp(">", unsigned=True),
+    "min": _select_cmp("<", unsigned=True),
+    **{fn: _icmp(pred, unsigned=True)
+       for fn, pred in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="))},
     "shr": _shift("shr", False),
 }
 

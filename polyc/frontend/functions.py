@@ -26,8 +26,8 @@ from polyc.errors import UnsupportedOpError
 ROUNDS = 4  # bodies inside bodies: Softmax cross-entropy -> NegativeLogLikelihoodLoss
 
 
-def expand_functions(proto: onnx.ModelProto, opset: int, infer) -> tuple[onnx.ModelProto,
-                                                                      tuple[str, ...]]:
+def expand_functions(proto: onnx.ModelProto, opset: int, infer
+                     ) -> tuple[onnx.ModelProto, tuple[str, ...]]:
     """``proto`` with each node that polyc cannot lower but the ONNX schema defines by a
     function replaced by that function's body; ``infer(proto)`` re-infers shapes after
     each round. Also the notes: which ops were expanded, how many nodes each."""
@@ -44,7 +44,8 @@ def expand_functions(proto: onnx.ModelProto, opset: int, infer) -> tuple[onnx.Mo
             prefix = f"{node.name or node.op_type}__{round_}_{k}__"
             inlined = _inlined(node, body, prefix)
             nodes.extend(inlined)
-            notes.append(f"expanded {node.op_type} node '{node.name}' into its ONNX function "
+            name = node.name or f"{node.op_type}#{k}"
+            notes.append(f"expanded {node.op_type} node '{name}' into its ONNX function "
                          f"({len(inlined)} nodes)")
         if len(notes) == count:
             break

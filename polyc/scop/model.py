@@ -14,7 +14,7 @@ import islpy as isl
 import numpy as np
 
 from polyc.errors import ShapeError
-from polyc.frontend.core import Call, Const
+from polyc.frontend.core import NARROW_FLOATS, Call, Const
 from polyc.islutil import (
     eval_params,
     maps_by_name,
@@ -85,7 +85,7 @@ class Array:
         bfloat16 temporary holds float32 (their values are float32 in registers, rounded
         where a Cast asks for it and where a graph's output or a caller's array holds
         them, as onnxruntime's CPU kernels compute float16 models in float32)."""
-        narrow = self.dtype in ("float16", "bfloat16")
+        narrow = self.dtype in NARROW_FLOATS
         return "float32" if narrow and self.kind == "temp" else self.dtype
 
     @property
