@@ -19,7 +19,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from polyc.codegen.exprs import F32, F64, FLOAT64_FUNCTIONS, FLOAT_FUNCTIONS, I1, I64, fconst
-from polyc.frontend.core import FLOATS, UNSIGNED
+from polyc.frontend.core import CAST_VIA, FLOATS, UNSIGNED
 
 I32 = ir.IntType(32)
 I16 = ir.IntType(16)
@@ -248,15 +248,10 @@ def cast(b: ir.IRBuilder, x, source: str, target: str) -> ir.Value:
     return b.zext(x, to) if source in UNSIGNED else b.sext(x, to)
 
 
-# float -> integer: the signed conversion each target goes through (core.CASTS)
-_VIA = {"int8": "int32", "int16": "int32", "uint8": "int32", "uint16": "int32",
-        "uint32": "int32", "uint64": "int64", "int32": "int32", "int64": "int64"}
-
-
 def _float_to_int(b: ir.IRBuilder, x, target: str) -> ir.Value:
     """The float ``x`` as ``target`` (see core.CASTS), with fptosi only inside its range
     (its poison outside is never selected)."""
-    via = _VIA[target]
+    via = CAST_VIA[target]
     value = _fptosi(b, x, via)
     if target in ("uint32", "uint64"):  # from 2**(bits-1) on: x - 2**(bits-1), top bit set
         half = 2.0 ** (BITS[target] - 1)

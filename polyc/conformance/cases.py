@@ -21,6 +21,7 @@ from polyc.errors import UnsupportedOpError
 from polyc.frontend.functions import defined_by_function
 from polyc.frontend.load import MIN_OPSET
 from polyc.frontend.ops import lookup
+from polyc.frontend.ops.registry import DEFAULT_DOMAINS
 
 KINDS = ("node", "simple", "pytorch-converted", "pytorch-operator")
 
@@ -93,7 +94,7 @@ def unlowered_ops(model: onnx.ModelProto) -> set[str]:
         try:
             lookup(node, opsets[0], node.op_type)
         except UnsupportedOpError:
-            if node.domain not in ("", "ai.onnx") or \
+            if node.domain not in DEFAULT_DOMAINS or \
                     not defined_by_function(node.op_type, opsets[0]):
                 missing.add(node.op_type)
     return missing

@@ -71,6 +71,10 @@ FUNCTIONS = MappingProxyType({
 # wrap, to wider ones extend by the source's sign(edness); float64 -> float32 -> float16
 # round to nearest; any -> bool is ``x != 0`` (NaN is true); bool -> any is 0 or 1.
 CASTS = MappingProxyType({f"cast_{dtype}": dtype for dtype in DTYPES})
+# float -> integer: the signed conversion each target goes through (see above)
+CAST_VIA = MappingProxyType({"int8": "int32", "int16": "int32", "uint8": "int32",
+                             "uint16": "int32", "uint32": "int32", "uint64": "int64",
+                             "int32": "int32", "int64": "int64"})
 
 TRIGONOMETRIC = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh")
 _FLOAT_ONLY = frozenset({"exp", "log", "sqrt", "tanh", "sigmoid", "erf", "floor", "ceil",
@@ -114,9 +118,14 @@ COMBINERS = MappingProxyType({"add": 0.0, "mul": 1.0, "max": float("-inf"),
 OUTSIDE = ("error", "fill", "edge", "reflect")
 
 
-def float_info(dtype: str):
-    """numpy's finfo of a float dtype (bfloat16's from ml_dtypes)."""
-    return ml_dtypes.finfo(dtype) if dtype == "bfloat16" else np.finfo(dtype)
+def value_range(dtype: str) -> tuple[float, float] | tuple[int, int]:
+    """The lowest and highest finite values of a numeric ``dtype`` (floats as float,
+    integers as int; bfloat16's from ml_dtypes)."""
+    if dtype in FLOATS:
+        info = ml_dtypes.finfo(dtype) if dtype == "bfloat16" else np.finfo(dtype)
+        return float(info.min), float(info.max)
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
 
 
 def identity(combiner: str, dtype: str = "float32") -> Const:

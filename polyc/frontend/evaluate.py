@@ -51,11 +51,6 @@ def _int_mod(x, d):
     return np.where(np.asarray(d) == 0, 0, np.mod(x, safe)).astype(np.asarray(x).dtype)
 
 
-# float -> integer: the signed conversion each target goes through (core.CASTS)
-_VIA = {"int8": "int32", "int16": "int32", "uint8": "int32", "uint16": "int32",
-        "uint32": "int32", "uint64": "int64", "int32": "int32", "int64": "int64"}
-
-
 def _cast(dtype: str):
     """``core.CASTS``: float -> integer truncates, NaN and out-of-range give the
     minimum of the conversion it goes through, then wrap."""
@@ -63,8 +58,8 @@ def _cast(dtype: str):
         x = np.asarray(x)
         if dtype == "bool":
             return x != 0
-        if x.dtype.kind == "f" and dtype in _VIA:
-            via = _VIA[dtype]
+        if x.dtype.kind == "f" and dtype in core.CAST_VIA:
+            via = core.CAST_VIA[dtype]
             value = _truncated(x, via)
             if dtype in ("uint32", "uint64"):
                 half = 2.0 ** (np.iinfo(via).bits - 1)

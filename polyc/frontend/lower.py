@@ -406,7 +406,8 @@ class LoweringContext:
         if onnx_name in self._graph.outputs and (
                 isinstance(producer, View)
                 or isinstance(producer, Reduce) and tensor.dtype in core.NARROW_FLOATS):
-            # a float16 output holds halves: a sum into it would round at every step
+            # a float16/bfloat16 output holds them rounded: a sum into it would round
+            # at every step
             self._copy(tensor, onnx_name)
         else:
             self._rename(tensor.name, onnx_name)

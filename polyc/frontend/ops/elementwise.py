@@ -19,9 +19,9 @@ import functools
 import numpy as np
 from onnx import TensorProto
 
-from polyc.frontend.core import DTYPES, FLOATS, Call, Const, Ix, Read, float_info, identity_index
+from polyc.frontend.core import DTYPES, FLOATS, Call, Const, Read, identity_index, value_range
 from polyc.frontend.load import dtype_name
-from polyc.frontend.ops.indexing import broadcast_index, broadcast_shapes, size
+from polyc.frontend.ops.indexing import broadcast_index, broadcast_shapes, first_element, size
 from polyc.frontend.ops.registry import onnx_op
 
 INF = float("inf")
@@ -248,13 +248,7 @@ def _bound(ctx, tensor, role: str):
     value = constant(ctx, tensor)
     if value is not None and value.dtype.name == tensor.dtype:
         return Const.of(value.reshape(-1)[0], tensor.dtype)
-    return Read(tensor.name, tuple(Ix.constant(0) for _ in tensor.shape))
-
-
-def _limits(dtype: str) -> tuple[float, float]:
-    """The smallest and largest finite values of ``dtype``."""
-    info = float_info(dtype) if dtype in FLOATS else np.iinfo(dtype)
-    return info.min, info.max
+    return first_element(tensor)
 
 
 @onnx_op("Clip", 11, 12, 13)
@@ -265,7 +259,7 @@ def Clip(ctx, input, min=None, max=None):
     +-FLT_MAX), as ONNX says. As onnxruntime: NaN inputs stay NaN, a NaN bound clips
     nothing, and with ``min > max`` every non-NaN element is ``max``.
     """
-    lowest, highest = _limits(input.dtype) if input.dtype != "bool" else (0, 1)
+    lowest, highest = value_range(input.dtype) if input.dtype != "bool" else (0, 1)
     low = Const.of(lowest, input.dtype) if min is None else _bound(ctx, min, "min")
     high = Const.of(highest, input.dtype) if max is None else _bound(ctx, max, "max")
     return _clip(ctx, input, low, high)

@@ -1,8 +1,9 @@
-"""Index helpers shared by the op lowerings: broadcasting and axis normalisation."""
+"""Index helpers shared by the op lowerings: broadcasting, axis normalisation, the read
+of a one-element tensor."""
 
 from __future__ import annotations
 
-from polyc.frontend.core import Ix
+from polyc.frontend.core import Ix, Read
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -55,3 +56,9 @@ def size(shape: tuple[int, ...]) -> int:
     for d in shape:
         count *= d
     return count
+
+
+def first_element(tensor) -> Read:
+    """The read of ``tensor``'s first element at every point (its one value, for a
+    one-element tensor such as a scale or a bound)."""
+    return Read(tensor.name, tuple(Ix.constant(0) for _ in tensor.shape))

@@ -19,9 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 
-import numpy as np
-
-from polyc.frontend.core import FLOATS, Call, Const, Ix, Read, float_info, identity, identity_index
+from polyc.frontend.core import Call, Const, Ix, Read, identity, identity_index, value_range
 from polyc.frontend.ops.reduce import mean_over, reduce_over
 from polyc.frontend.ops.registry import onnx_op
 from polyc.frontend.ops.window import Window, tap_read, window
@@ -32,8 +30,7 @@ from polyc.frontend.ops.window import Window, tap_read, window
 # of the elements inside otherwise, -inf included; the lowest value of other dtypes.
 def lowest(dtype: str) -> float | int:
     """The lowest finite value of ``dtype``."""
-    info = float_info(dtype) if dtype in FLOATS else np.iinfo(dtype)
-    return float(info.min) if dtype in FLOATS else int(info.min)
+    return value_range(dtype)[0]
 # Windows of at most this many elements along a dim are combined in one statement,
 # and all the dims' windows in one when they have at most WINDOW_ELEMENTS elements:
 # a 2x2 max pool of 64 channels-last channels at 224x224 took 1.05 ms as two passes

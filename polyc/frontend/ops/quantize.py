@@ -20,9 +20,9 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from polyc.frontend.core import FLOATS, INTEGER, Call, Const, Ix, Read
+from polyc.frontend.core import FLOATS, INTEGER, Call, Const, Ix, Read, identity_index, value_range
 from polyc.frontend.load import dtype_name
-from polyc.frontend.ops.indexing import normalize_axis
+from polyc.frontend.ops.indexing import first_element, normalize_axis
 from polyc.frontend.ops.linalg import product
 from polyc.frontend.ops.registry import onnx_op
 
@@ -34,7 +34,7 @@ def DequantizeLinear(ctx, x, x_scale, x_zero_point=None, *, axis=1, block_size=0
     docstring)."""
     target = dtype_name(output_dtype) if output_dtype else x_scale.dtype
     scale = _parameter(ctx, x_scale, x, axis, block_size, "x_scale")
-    value = Call("cast_float32", (Read(x.name, _box(x)),))
+    value = Call("cast_float32", (Read(x.name, identity_index(len(x.shape))),))
     if x_zero_point is not None:
         zero = _parameter(ctx, x_zero_point, x, axis, block_size, "x_zero_point")
         value = Call("sub", (value, Call("cast_float32", (zero,))))
@@ -56,18 +56,18 @@ def QuantizeLinear(ctx, x, y_scale, y_zero_point=None, *, axis=1, block_size=0,
         raise ctx.dtype_error(f"quantizes to {target}; polyc quantizes to 8- and 16-bit "
                               "integers")
     scale = Call("cast_float32", (_parameter(ctx, y_scale, x, axis, block_size, "y_scale"),))
-    value = Call("round", (Call("div", (Call("cast_float32", (Read(x.name, _box(x)),)),
-                                        scale)),))
+    single = Call("cast_float32", (Read(x.name, identity_index(len(x.shape))),))
+    value = Call("round", (Call("div", (single, scale)),))
     if y_zero_point is not None:
         zero = _parameter(ctx, y_zero_point, x, axis, block_size, "y_zero_point")
         value = Call("add", (value, Call("cast_float32", (zero,))))
-    low, high = (float(v) for v in (np.iinfo(target).min, np.iinfo(target).max))
-    clamped = Call("min", (Call("max", (value, Const(low))), Const(high)))
-    return ctx.map(x.shape, Call(f"cast_{target}", (clamped,)), label="quantize")
+    return ctx.map(x.shape, _saturated(value, target), label="quantize")
 
 
-def _box(x) -> tuple[Ix, ...]:
-    return tuple(Ix.var(k) for k in range(len(x.shape)))
+def _saturated(value, target: str) -> Call:
+    """The float32 ``value`` clamped to the integer ``target``'s range, as ``target``."""
+    low, high = (Const(float(v)) for v in value_range(target))
+    return Call(f"cast_{target}", (Call("min", (Call("max", (value, low)), high)),))
 
 
 def _float(ctx, dtype: str) -> str:
@@ -82,7 +82,7 @@ def _parameter(ctx, tensor, x, axis: int, block_size: int, role: str):
     constant)."""
     rank = len(x.shape)
     if int(np.prod(tensor.shape)) == 1:
-        return Read(tensor.name, tuple(Ix.constant(0) for _ in tensor.shape))
+        return first_element(tensor)
     try:
         axis = normalize_axis(axis, rank)
     except ValueError as e:
@@ -103,7 +103,7 @@ def _parameter(ctx, tensor, x, axis: int, block_size: int, role: str):
                               f"i // {block_size} is not affine)")
     repeated = np.repeat(value, block_size, axis=axis).take(range(x.shape[axis]), axis=axis)
     full = ctx.constant(repeated, label=f"{role}_blocks")
-    return Read(full.name, _box(x))
+    return Read(full.name, identity_index(len(x.shape)))
 
 
 @onnx_op("MatMulInteger", 10)
@@ -124,17 +124,12 @@ def QLinearMatMul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_sca
             raise ctx.unsupported(f"scale '{scale.name}' of shape {list(scale.shape)}: "
                                   "polyc takes per-tensor scales")
     acc = _integer_product(ctx, a, b, a_zero_point, b_zero_point)
-    scales = [Call("cast_float32", (Read(s.name, tuple(Ix.constant(0) for _ in s.shape)),))
-              for s in (a_scale, b_scale, y_scale)]
+    scales = [Call("cast_float32", (first_element(s),)) for s in (a_scale, b_scale, y_scale)]
     multiplier = Call("div", (Call("mul", tuple(scales[:2])), scales[2]))
-    value = Call("round", (Call("mul", (Call("cast_float32", (Read(acc.name, _box(acc)),)),
-                                        multiplier)),))
-    target = y_zero_point.dtype
-    zero = Read(y_zero_point.name, tuple(Ix.constant(0) for _ in y_zero_point.shape))
-    value = Call("add", (value, Call("cast_float32", (zero,))))
-    low, high = (float(v) for v in (np.iinfo(target).min, np.iinfo(target).max))
-    clamped = Call("min", (Call("max", (value, Const(low))), Const(high)))
-    return ctx.map(acc.shape, Call(f"cast_{target}", (clamped,)), label="requantize")
+    single = Call("cast_float32", (Read(acc.name, identity_index(len(acc.shape))),))
+    value = Call("round", (Call("mul", (single, multiplier)),))
+    value = Call("add", (value, Call("cast_float32", (first_element(y_zero_point),))))
+    return ctx.map(acc.shape, _saturated(value, y_zero_point.dtype), label="requantize")
 
 
 def _integer_product(ctx, A, B, a_zero_point, b_zero_point):
@@ -143,8 +138,7 @@ def _integer_product(ctx, A, B, a_zero_point, b_zero_point):
         if zero_point is None:
             return value
         per_tensor = int(np.prod(zero_point.shape)) == 1
-        zero = Read(zero_point.name, tuple(Ix.constant(0) for _ in zero_point.shape)
-                    if per_tensor else index)
+        zero = first_element(zero_point) if per_tensor else Read(zero_point.name, index)
         return Call("sub", (value, Call("cast_int32", (zero,))))
 
     for zero_point, operand, side in ((a_zero_point, A, -2), (b_zero_point, B, -1)):
