@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from typing import Iterable, Iterator, Sequence
 
@@ -381,6 +382,27 @@ def identity_schedule(domain: isl.Set) -> isl.Schedule:
     anonymous = identity.reset_tuple_id(isl.dim_type.out)  # works for empty domains too
     partial = isl.MultiUnionPwAff.from_multi_pw_aff(isl.MultiPwAff.from_multi_aff(anonymous))
     return schedule.insert_partial_schedule(partial)
+
+
+def time_loop(domains: Sequence[isl.Set]) -> isl.Schedule:
+    """Statements over ``domains`` (each ``[t, ..]``, one ``t`` range) under one loop
+    over ``t``, one after the other inside it, each in lexicographic order of its
+    other dims."""
+    inner, times = [], []
+    for domain in domains:
+        space = domain.get_space().map_from_set()
+        identity = isl.MultiAff.identity(space).reset_tuple_id(isl.dim_type.out)
+        n = domain.dim(isl.dim_type.set)
+        schedule = isl.Schedule.from_domain(isl.UnionSet.from_set(domain))
+        if n > 1:
+            rest = identity.drop_dims(isl.dim_type.out, 0, 1)
+            schedule = schedule.insert_partial_schedule(
+                isl.MultiUnionPwAff.from_multi_pw_aff(isl.MultiPwAff.from_multi_aff(rest)))
+        inner.append(schedule)
+        times.append(isl.UnionMap.from_map(isl.Map.from_multi_aff(
+            identity.drop_dims(isl.dim_type.out, 1, n - 1))))
+    time = functools.reduce(isl.UnionMap.union, times)
+    return sequence(inner).insert_partial_schedule(isl.MultiUnionPwAff.from_union_map(time))
 
 
 def sequence(schedules: Sequence[isl.Schedule]) -> isl.Schedule:

@@ -6,7 +6,9 @@ Only these records reach the polyhedral layer:
 - :class:`Reduce`  ``out[..] = init`` then, over a loop box ``extents``,
   ``out[out_index(i)] = combiner(out[out_index(i)], expr(i))``;
 - :class:`View`    ``out`` is ``src`` seen with another shape (row-major reshape)
-  or axis order (transpose); it has no storage and costs nothing.
+  or axis order (transpose); it has no storage and costs nothing;
+- :class:`Recurrence` tensors written by statements (:class:`Step`) inside a loop over
+  time, each reading what earlier steps wrote (LSTM, GRU, RNN).
 
 Expressions (:class:`Read`, :class:`Const`, :class:`Call`) are trees over reads of
 tensors at affine indices (:class:`Ix`) of the op's loop variables ``i0, i1, ...``;
@@ -403,7 +405,76 @@ class View:
         return f"{self.out} = {how}({self.src})"
 
 
-Op = Map | Reduce | View
+@dataclass(frozen=True)
+class Step:
+    """One statement of a :class:`Recurrence`: ``out[out_index(i)] = expr(i)`` for every
+    ``i`` of the box ``extents`` (with a ``combiner``:
+    ``out[out_index(i)] = combiner(out[out_index(i)], expr(i))``)."""
+
+    out: str
+    extents: tuple[int, ...]
+    out_index: tuple[Ix, ...]
+    expr: Expr
+    combiner: str | None = None
+    label: str = "step"
+
+    def __post_init__(self):
+        if self.combiner is not None and self.combiner not in COMBINERS:
+            raise ValueError(f"unknown combiner {self.combiner!r}")
+
+    def __str__(self) -> str:
+        index = ", ".join(map(str, self.out_index))
+        assign = "=" if self.combiner is None else f"{self.combiner}="
+        return (f"{self.out}[{index}] {assign} {self.expr}    "
+                f"# {self.label} over {list(self.extents)}")
+
+
+@dataclass(frozen=True)
+class Recurrence:
+    """A loop over time writing the tensors ``outs`` (of ``shapes``): the ``start``
+    steps run once, then for ``t`` in ``range(steps)`` every ``body`` step runs in
+    order, with its loop variable ``i0`` equal to ``t`` (its ``extents[0]`` is
+    ``steps``).
+
+    Steps read the ``outs`` where an earlier step (or an earlier ``t``) wrote them: the
+    state of an LSTM has a dim indexed by ``t``, so every instance writes its own
+    element and the dependences between time steps are exact. Every element read is
+    written first; no step reads what it writes itself at another point of its box.
+    """
+
+    outs: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    start: tuple[Step, ...]
+    steps: int
+    body: tuple[Step, ...]
+    node: str = ""
+    label: str = "recurrence"
+
+    def __post_init__(self):
+        if any(not step.extents or step.extents[0] != self.steps for step in self.body):
+            raise ValueError("the first extent of every body step must be the steps")
+        if any(step.out not in self.outs for step in self.start + self.body):
+            raise ValueError("every step must write one of the recurrence's outs")
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        names = [r.tensor for step in self.start + self.body for r in reads(step.expr)]
+        return tuple(dict.fromkeys(n for n in names if n not in self.outs))
+
+    def __str__(self) -> str:
+        outs = ", ".join(f"{out}{list(shape)}" for out, shape in zip(self.outs, self.shapes))
+        lines = [f"{outs} = {self.label} over {self.steps} steps:"]
+        lines += [f"      start {step}" for step in self.start]
+        lines += [f"      step  {step}" for step in self.body]
+        return "\n".join(lines)
+
+
+Op = Map | Reduce | View | Recurrence
+
+
+def written(op: Op) -> tuple[str, ...]:
+    """The tensors ``op`` writes: its ``out``, or a Recurrence's ``outs``."""
+    return op.outs if isinstance(op, Recurrence) else (op.out,)
 
 
 @dataclass(frozen=True)

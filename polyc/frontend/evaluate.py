@@ -14,7 +14,19 @@ import numpy as np
 
 from polyc.errors import InputError
 from polyc.frontend import core
-from polyc.frontend.core import Call, Const, Graph, Ix, Lookup, Map, Read, Reduce, View
+from polyc.frontend.core import (
+    Call,
+    Const,
+    Graph,
+    Ix,
+    Lookup,
+    Map,
+    Read,
+    Recurrence,
+    Reduce,
+    Step,
+    View,
+)
 
 F32 = np.float32
 
@@ -130,11 +142,15 @@ def evaluate(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nda
     outputs = {t.name for t in graph.outputs}
     with np.errstate(all="ignore"):
         for op in graph.ops:
-            info = graph.tensors[op.out]
             # float16/bfloat16 temporaries hold float32s, as compiled code's (Array.storage)
-            dtype = "float32" if info.dtype in core.NARROW_FLOATS and op.out not in outputs \
-                else info.dtype
-            values[op.out] = _run(op, values, info.shape, np.dtype(dtype))
+            dtypes = {name: np.dtype("float32" if graph.tensors[name].dtype in
+                                     core.NARROW_FLOATS and name not in outputs
+                                     else graph.tensors[name].dtype)
+                      for name in core.written(op)}
+            if isinstance(op, Recurrence):
+                values.update(_recurrence(op, values, dtypes))
+                continue
+            values[op.out] = _run(op, values, graph.tensors[op.out].shape, dtypes[op.out])
     return {t.name: np.array(values[t.name], dtype=t.dtype) for t in graph.outputs}
 
 
@@ -166,6 +182,32 @@ def _run(op: core.Op, values, shape: tuple[int, ...], dtype: np.dtype) -> np.nda
     if isinstance(op, Map):
         return _full(_expr(op.expr, values, _grid(op.shape)), op.shape, dtype)
     return _reduce(op, values, dtype)
+
+
+def _recurrence(op: Recurrence, values, dtypes) -> dict[str, np.ndarray]:
+    """The start steps over their boxes, then for each t the body steps over theirs
+    with loop variable 0 fixed at t (elements never written stay 0); the outs."""
+    outs = {name: np.zeros(shape, dtypes[name]) for name, shape in zip(op.outs, op.shapes)}
+    values = {**values, **outs}
+    for step in op.start:
+        _step(step, values, outs[step.out], _grid(step.extents))
+    for t in range(op.steps):
+        for step in op.body:
+            inner = _grid(step.extents[1:])
+            grid = (np.array(t), *(np.expand_dims(g, 0) for g in inner))
+            _step(step, values, outs[step.out], grid)
+    return outs
+
+
+def _step(step: Step, values, out: np.ndarray, grid) -> None:
+    """One step at every point of ``grid`` (all reads before any write)."""
+    box = np.broadcast_shapes(*(np.shape(g) for g in grid)) if grid else ()
+    index = tuple(np.broadcast_to(_index(ix, grid), box) for ix in step.out_index)
+    value = np.broadcast_to(np.asarray(_expr(step.expr, values, grid), out.dtype), box)
+    if step.combiner is None:
+        out[index] = value
+    else:
+        NUMPY_COMBINERS[step.combiner].at(out, index, value)
 
 
 def _view(op: View, src: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

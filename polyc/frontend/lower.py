@@ -16,7 +16,7 @@ import numpy as np
 
 from polyc.errors import ModelError, UnsupportedDtypeError, UnsupportedOpError
 from polyc.frontend import channels_last, core, shape_values
-from polyc.frontend.core import Call, Graph, Map, Read, Reduce, TensorInfo, View
+from polyc.frontend.core import Call, Graph, Map, Read, Recurrence, Reduce, TensorInfo, View
 from polyc.frontend.load import OnnxGraph
 from polyc.frontend.ops import NodeContext, lookup
 from polyc.frontend.ops import winograd as winograd_choice
@@ -234,6 +234,25 @@ class LoweringContext:
                     tuple(out_index), combiner, expr, node=self._node.name, label=label)
         return self._emit(op, out_shape)
 
+    def recurrence(self, outs, *, start, steps: int, body, label: str
+                   ) -> tuple[TensorInfo, ...]:
+        """Emit a Recurrence (see :class:`core.Recurrence`) writing the new tensors
+        ``outs`` (TensorInfos named with :meth:`fresh`, which its steps read); them."""
+        outs = tuple(dataclasses.replace(t, shape=tuple(dim(d) for d in t.shape))
+                     for t in outs)
+        for info in outs:
+            self._tensors[info.name] = info
+        op = Recurrence(tuple(t.name for t in outs), tuple(t.shape for t in outs),
+                        tuple(start), steps, tuple(body), node=self._node.name, label=label)
+        for name in op.inputs:
+            self._check_data(name)
+        op = self._typed_literals(op)
+        self._result_dtype(op)
+        for info in outs:
+            self._producer[info.name] = len(self._ops)
+        self._ops.append(op)
+        return outs
+
     def view(self, src: TensorInfo, shape, *, kind: str = "reshape", perm=(),
              label: str) -> TensorInfo:
         """Emit a View of ``src`` with ``shape`` (reshape) or axis order ``perm``."""
@@ -318,7 +337,7 @@ class LoweringContext:
                 raise UnsupportedDtypeError(f"graph input '{info.name}' has dtype "
                                             f"{info.dtype}; polyc compiles {_DTYPE_LIST}")
         self._ops = _without_unread_ops(self._ops, set(self._graph.outputs))
-        used = {t for op in self._ops for t in (op.out, *op.inputs)}
+        used = {t for op in self._ops for t in (*core.written(op), *op.inputs)}
         names = [t.name for t in self._graph.inputs] + [n for n in self._tensors if n in used]
         return Graph(
             name=self._graph.name,
@@ -374,6 +393,11 @@ class LoweringContext:
         try:
             if isinstance(op, Map):
                 return dataclasses.replace(op, expr=core.typed_literals(op.expr, dtype_of))
+            if isinstance(op, Recurrence):
+                start, body = (tuple(dataclasses.replace(
+                    s, expr=core.typed_literals(s.expr, dtype_of)) for s in steps)
+                    for steps in (op.start, op.body))
+                return dataclasses.replace(op, start=start, body=body)
             expr = core.typed_literals(op.expr, dtype_of)
             init = core.typed_literal(core.typed_literals(op.init, dtype_of),
                                       core.expr_dtype(expr, dtype_of))
@@ -390,6 +414,9 @@ class LoweringContext:
         try:
             if isinstance(op, Map):
                 return core.expr_dtype(op.expr, dtype_of)
+            if isinstance(op, Recurrence):
+                _check_steps(op, dtype_of)
+                return ""
             init = core.expr_dtype(op.init, dtype_of)
             return core.result_dtype(op.combiner, (init, core.expr_dtype(op.expr, dtype_of)))
         except core.DtypeError as error:
@@ -404,7 +431,7 @@ class LoweringContext:
             tensor = self.view(tensor, tensor.shape, label="identity")
         producer = self._ops[self._producer[tensor.name]]
         if onnx_name in self._graph.outputs and (
-                isinstance(producer, View)
+                isinstance(producer, (View, Recurrence))
                 or isinstance(producer, Reduce) and tensor.dtype in core.NARROW_FLOATS):
             # a float16/bfloat16 output holds them rounded: a sum into it would round
             # at every step
@@ -467,7 +494,7 @@ def _without_unread_ops(ops: list[core.Op], outputs: set[str]) -> list[core.Op]:
     an empty box, lowered as a Map of its init, no longer reads its operand)."""
     live, kept = set(outputs), []
     for op in reversed(ops):
-        if op.out in live:
+        if live.intersection(core.written(op)):
             kept.append(op)
             live.update(op.inputs)
     return kept[::-1]
@@ -492,13 +519,31 @@ def _renamed_expr(expr: core.Expr, old: str, new: str) -> core.Expr:
     return expr
 
 
+def _check_steps(op: Recurrence, dtype_of) -> None:
+    """DtypeError unless every step of ``op`` stores a value of its tensor's dtype."""
+    for step in op.start + op.body:
+        dtype = dtype_of(step.out)
+        value = core.expr_dtype(step.expr, dtype_of)
+        if step.combiner is not None:
+            value = core.result_dtype(step.combiner, (dtype, value))
+        if value != dtype:
+            raise core.DtypeError(f"step {step.label} stores a {value} value in "
+                                  f"'{step.out}' of dtype {dtype}")
+
+
 def _renamed(op: core.Op, old: str, new: str) -> core.Op:
     """``op`` with tensor ``old`` called ``new`` wherever it is written or read."""
-    out = new if op.out == old else op.out
+    out = None if isinstance(op, Recurrence) else new if op.out == old else op.out
     if isinstance(op, View):
         return dataclasses.replace(op, out=out, src=new if op.src == old else op.src)
     if isinstance(op, Map):
         return dataclasses.replace(op, out=out, expr=_renamed_expr(op.expr, old, new))
+    if isinstance(op, Recurrence):
+        start, body = (tuple(dataclasses.replace(
+            s, out=new if s.out == old else s.out, expr=_renamed_expr(s.expr, old, new))
+            for s in steps) for steps in (op.start, op.body))
+        outs = tuple(new if name == old else name for name in op.outs)
+        return dataclasses.replace(op, outs=outs, start=start, body=body)
     return dataclasses.replace(op, out=out, init=_renamed_expr(op.init, old, new),
                                expr=_renamed_expr(op.expr, old, new))
 
@@ -512,16 +557,19 @@ def check_graph(graph: Graph) -> None:
     """
     written = {t.name for t in graph.inputs} | set(graph.constants) | graph.positions
     for op in graph.ops:
+        outs = core.written(op)
         missing = [t for t in op.inputs if t not in written]
         if missing:
-            raise ValueError(f"op writing '{op.out}' reads {missing} before they are written")
-        if op.out in written:
-            raise ValueError(f"tensor '{op.out}' is written twice")
-        written.add(op.out)
+            raise ValueError(f"op writing {list(outs)} reads {missing} before they are "
+                             "written")
+        twice = [t for t in outs if t in written]
+        if twice:
+            raise ValueError(f"tensor '{twice[0]}' is written twice")
+        written.update(outs)
     unknown = written - set(graph.tensors)
     if unknown:
         raise ValueError(f"tensors {sorted(unknown)} are not described in Graph.tensors")
-    writers = {op.out: op for op in graph.ops}
+    writers = {out: op for op in graph.ops for out in core.written(op)}
     for out in graph.outputs:
         if not isinstance(writers.get(out.name), (Map, Reduce)):
             raise ValueError(  # noqa: TRY004 - a broken invariant, not a wrong argument type

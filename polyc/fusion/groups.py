@@ -8,7 +8,8 @@ decides the loop structure. Policies:
   when it runs over that op's output shape (bias, activation epilogues; not after a
   window with padding, whose border cells run apart from its interior), and a
   row-wise op joins row-wise producers it reads from row by row (softmax: max, exp,
-  sum and divide fuse at the row loop); contractions never join row-wise groups;
+  sum and divide fuse at the row loop); contractions never join row-wise groups; a
+  Recurrence (an LSTM's time loop) is a group of its own;
 - ``max``   all statements form one group.
 """
 
@@ -66,11 +67,17 @@ def canonical_policy(policy: str) -> str:
 def _smart_runs(scop: Scop, ops: list[list[Statement]]) -> list[list[Statement]]:
     runs: list[list[Statement]] = []
     for op in ops:
-        if runs and (_is_epilogue(scop, op, runs[-1][-1]) or _shares_rows(op, runs[-1])):
+        if runs and not _recurrent(op) and not _recurrent(runs[-1]) and (
+                _is_epilogue(scop, op, runs[-1][-1]) or _shares_rows(op, runs[-1])):
             runs[-1].extend(op)
         else:
             runs.append(list(op))
     return runs
+
+
+def _recurrent(statements: list[Statement]) -> bool:
+    """A Recurrence's statements: a group of their own (the time loop around them)."""
+    return any(s.recurrent for s in statements)
 
 
 def _is_epilogue(scop: Scop, op: list[Statement], producer: Statement) -> bool:

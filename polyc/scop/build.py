@@ -4,7 +4,9 @@
 - ``Reduce``                            -> an init statement over the output box and
   an update statement ``out[o(i)] = combine(out[o(i)], f(..))`` over the loop box;
 - ``View``                              -> no statement: reads of the view are
-  composed with the view's (quasi-)affine index map onto the array that has storage.
+  composed with the view's (quasi-)affine index map onto the array that has storage;
+- ``Recurrence``                        -> a statement per step, the body steps under
+  one time loop in the original order (``recurrent`` statements).
 
 A ``Lookup`` (an index computed at run time) becomes a ``LoadAt`` whose access reads
 the whole indexed dim: dependences stay exact in the other dims and safe in that one.
@@ -26,10 +28,12 @@ from polyc.frontend.core import (
     Lookup,
     Map,
     Read,
+    Recurrence,
     Reduce,
     View,
     expr_dtype,
     identity_index,
+    written,
 )
 from polyc.islutil import (
     box,
@@ -41,6 +45,7 @@ from polyc.islutil import (
     sequence,
     set_space,
     spread_dim,
+    time_loop,
     transpose_map,
 )
 from polyc.scop.model import Access, Array, Load, LoadAt, Scop, Statement
@@ -52,7 +57,7 @@ def build_scop(graph: Graph, *, ctx: isl.Context | None = None) -> Scop:
     for position, op in enumerate(graph.ops):
         builder.add(position, op)
     statements = tuple(builder.statements)
-    order = sequence([identity_schedule(s.domain) for s in statements])
+    order = sequence(builder.order)
     constants = {builder.arrays[t].name: v for t, v in graph.constants.items()
                  if t in builder.arrays}
     params = graph.params
@@ -84,6 +89,7 @@ class _Builder:
         self.arrays: dict[str, Array] = {}  # tensor -> Array, storage only
         self.views: dict[str, tuple[str, isl.Map]] = {}  # tensor -> (base tensor, map)
         self.statements: list[Statement] = []
+        self.order: list[isl.Schedule] = []  # the original order, op by op
         self._names: set[str] = set()
         self._declare_arrays()
 
@@ -95,7 +101,8 @@ class _Builder:
         kinds.update({t.name: "output" for t in graph.outputs})
         for op in graph.ops:
             if not isinstance(op, View):
-                kinds.setdefault(op.out, "temp")
+                for out in written(op):
+                    kinds.setdefault(out, "temp")
         for tensor, kind in kinds.items():
             info = graph.tensors[tensor]
             name = _isl_name(tensor, self._names)
@@ -118,9 +125,12 @@ class _Builder:
             self._add_view(op)
         elif isinstance(op, Map):
             index = identity_index(len(op.shape))
-            self._add_statement(position, op, op.label, op.shape, index, op.expr)
+            self._add_statement(position, op.node, op.out, op.label, op.shape, index,
+                                op.expr)
         elif isinstance(op, Reduce):
             self._add_reduce(position, op)
+        elif isinstance(op, Recurrence):
+            self._add_recurrence(position, op)
         else:
             raise TypeError(f"not a core op: {op!r}")
 
@@ -142,21 +152,42 @@ class _Builder:
         self.views[op.out] = (op_src, view_map)
 
     def _add_reduce(self, position: int, op: Reduce) -> None:
-        self._add_statement(position, op, f"{op.label}_init", op.out_shape,
+        self._add_statement(position, op.node, op.out, f"{op.label}_init", op.out_shape,
                             identity_index(len(op.out_shape)), op.init)
         accumulator = Read(op.out, op.out_index)
         body = Call(op.combiner, (accumulator, op.expr))
-        self._add_statement(position, op, f"{op.label}_update", op.extents, op.out_index, body)
+        self._add_statement(position, op.node, op.out, f"{op.label}_update", op.extents,
+                            op.out_index, body)
 
-    def _add_statement(self, position, op, label, extents, out_index, expr) -> None:
+    def _add_recurrence(self, position: int, op: Recurrence) -> None:
+        """The start steps in order, then the body steps under one loop over ``t`` (each
+        in the order of its other dims)."""
+        for step in op.start:
+            self._add_step(position, op, step, recurrent=False)
+        body = [self._add_step(position, op, step, recurrent=True) for step in op.body]
+        del self.order[len(self.order) - len(body):]
+        self.order.append(time_loop([s.domain for s in body]))
+
+    def _add_step(self, position: int, op: Recurrence, step, *, recurrent: bool) -> Statement:
+        expr = step.expr
+        if step.combiner is not None:
+            expr = Call(step.combiner, (Read(step.out, step.out_index), expr))
+        return self._add_statement(position, op.node, step.out, f"{op.label}_{step.label}",
+                                   step.extents, step.out_index, expr, recurrent=recurrent)
+
+    def _add_statement(self, position, node, out, label, extents, out_index, expr, *,
+                       recurrent: bool = False) -> Statement:
         name = self._statement_name(label)
         domain = box(self.ctx, name, _extents(extents))
-        write = self._access(domain, op.out, out_index)
+        write = self._access(domain, out, out_index)
         reads: list[Access] = []
         body = self._lower_body(expr, domain, reads)
-        self._check_dtype(name, op.out, expr)
-        self.statements.append(Statement(name, domain, write, tuple(reads), body, position,
-                                         op.node))
+        self._check_dtype(name, out, expr)
+        statement = Statement(name, domain, write, tuple(reads), body, position, node,
+                              recurrent=recurrent)
+        self.statements.append(statement)
+        self.order.append(identity_schedule(domain))
+        return statement
 
     def _access(self, domain: isl.Set, tensor: str, index, read: Read | None = None
                 ) -> Access:

@@ -193,6 +193,7 @@ class Statement:
     op_index: int  # position of the core op it came from
     node: str = ""  # the ONNX node, for messages
     inlined: tuple[str, ...] = ()  # ONNX nodes of producers inlined into it (profiles)
+    recurrent: bool = False  # in a Recurrence's time loop, with the other steps of its op
 
     def __str__(self) -> str:
         return f"{self.name}: W = {self.body}"

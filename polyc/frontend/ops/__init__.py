@@ -19,6 +19,7 @@ from polyc.frontend.ops import (  # noqa: F401
     norm_transformer,
     pool,
     quantize,
+    recurrent,
     reduce,
     resize,
     shape,

@@ -23,7 +23,7 @@ def negative_branch(x, negative):
     return call("select", call("lt", x, 0.0), negative, x)
 
 
-def _hard_sigmoid(x, alpha: float, beta: float):
+def hard_sigmoid(x, alpha: float, beta: float):
     """max(0, min(1, alpha * x + beta))."""
     return call("max", 0.0, call("min", 1.0, call("add", call("mul", alpha, x), beta)))
 
@@ -36,7 +36,7 @@ def _log1p(t):
     return call("select", call("lt", t, 0.01), series, call("log", call("add", 1.0, t)))
 
 
-def _softplus(x):
+def softplus(x):
     """log(1 + e^x) as max(x, 0) + log1p(e^-|x|): no overflow for large x, full
     relative precision for very negative x."""
     return call("add", call("max", x, 0.0), _log1p(call("exp", call("neg", call("abs", x)))))
@@ -96,21 +96,21 @@ def Selu(ctx, X, *, alpha=1.67326319217681884765625, gamma=1.0507010221481323242
 @onnx_op("HardSigmoid", 6, 22)
 def HardSigmoid(ctx, X, *, alpha=0.2, beta=0.5):
     """HardSigmoid: Y[i] = max(0, min(1, alpha * x + beta))."""
-    return elementwise(ctx, "hard_sigmoid", lambda x: _hard_sigmoid(x, alpha, beta), X)
+    return elementwise(ctx, "hard_sigmoid", lambda x: hard_sigmoid(x, alpha, beta), X)
 
 
 @onnx_op("HardSwish", 14, 22)
 def HardSwish(ctx, X):
     """HardSwish: Y[i] = x * max(0, min(1, x / 6 + 1/2)) (NaN at -inf, as the formula)."""
     return elementwise(ctx, "hard_swish",
-                       lambda x: call("mul", x, _hard_sigmoid(x, 1 / 6, 0.5)), X)
+                       lambda x: call("mul", x, hard_sigmoid(x, 1 / 6, 0.5)), X)
 
 
 @onnx_op("Softplus", 1, 22)
 def Softplus(ctx, X):
     """Softplus: Y[i] = max(x, 0) + log1p(e^-|x|) (= log(1 + e^x), without overflow;
     log1p as a series for small arguments)."""
-    return elementwise(ctx, "softplus", _softplus, X)
+    return elementwise(ctx, "softplus", softplus, X)
 
 
 @onnx_op("Softsign", 1, 22)
@@ -123,7 +123,7 @@ def Softsign(ctx, input):
 @onnx_op("Mish", 18, 22)
 def Mish(ctx, X):
     """Mish: Y[i] = x * tanh(softplus(x)) (softplus as in Softplus; NaN at -inf)."""
-    return elementwise(ctx, "mish", lambda x: call("mul", x, call("tanh", _softplus(x))), X)
+    return elementwise(ctx, "mish", lambda x: call("mul", x, call("tanh", softplus(x))), X)
 
 
 def _gelu_erf(x):
