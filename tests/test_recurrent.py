@@ -168,11 +168,17 @@ def test_without_bias_and_float64(op):
         np.testing.assert_allclose(got[name], want[name], rtol=2e-5, atol=2e-5)
 
 
-def test_a_larger_lstm_whose_products_are_tiled():
-    """Sizes where the input projection and the recurrent products get tiled and
-    vectorized: 12 steps, batch 5, 40 inputs, 48 hidden units."""
-    check(*recurrent_model("LSTM", steps=12, batch=5, inputs=40, hidden=48, initial=True,
-                           direction="bidirectional", seed=3), 1e-4)
+def test_a_larger_lstm_whose_products_get_the_contraction_recipe():
+    """12 steps, batch 5, 40 inputs, 48 hidden units: the input projection and both
+    directions' recurrent products (inside the time loop) run as register-tiled
+    contractions with R packed at compile time."""
+    model, feeds = recurrent_model("LSTM", steps=12, batch=5, inputs=40, hidden=48,
+                                   initial=True, direction="bidirectional", seed=3)
+    check(model, feeds, 1e-4)
+    decisions = str(polyc.compile(model, threads=1).compilation.schedule)
+    recipes = [line for line in decisions.splitlines() if "tiling: contraction" in line]
+    assert sum("lstm_recurrent:" in line and "R packed" in line for line in recipes) == 2
+    assert any("input_projection" in line for line in recipes)
 
 
 def test_the_reference_interpreter_runs_the_recurrence():

@@ -234,6 +234,8 @@ class _Pluto:
 
     def schedule(self, stmts: list[str], edges: list[Edge], rows: dict, *,
                  initial: bool = False) -> isl.Schedule:
+        if initial and any(self.scop.statement(s).recurrent and not rows[s] for s in stmts):
+            return self._recurrence(stmts, edges, rows)
         if initial and self.policy in ("none", "smart"):
             parts = self._initial_cut(stmts, edges)
             if len(parts) > 1:
@@ -251,6 +253,29 @@ class _Pluto:
         if len(parts) > 1:
             return self._cut(parts, remaining, rows, "stuck")
         return self._satisfying_band(stmts, remaining, rows)
+
+    def _recurrence(self, stmts, edges, rows) -> isl.Schedule:
+        """A Recurrence's statements: its start steps first, then its time loop ``t``
+        (every body step's outermost loop) as a band of its own, and below it the steps
+        of one time step scheduled as a group of their own (initial cuts included). Pluto
+        would otherwise put the independent batch loop outside the time loop, and the
+        recurrent product of a batch of rows would become one matrix-vector product per
+        row and step, each reading all of R."""
+        body = [s for s in stmts if self.scop.statement(s).recurrent]
+        start = [s for s in stmts if s not in body]
+        row = {s: ((1,) + (0,) * (self.dim(s) - 1), 0) for s in body}
+        for name in body:
+            rows[name].append(row[name])
+        self.decisions.append(self._band_text(body, [row], [False]) + " (time loop)")
+        inside = [e for e in edges if e.src in body and e.dst in body]
+        remaining = [part for e in inside for part in self._unsatisfied_part(e, [row])]
+        below = self._leaf(body) if self._done(body, remaining, rows) else \
+            self.schedule(body, remaining, rows, initial=True)
+        loop = band_schedule(self.scop, body, [row], [False], below)
+        if not start:
+            return loop
+        before = [e for e in edges if e.src in start and e.dst in start]
+        return self.schedule(start, before, rows, initial=True).sequence(loop)
 
     def _satisfying_band(self, stmts, edges, rows) -> isl.Schedule:
         """One SCC and no permutable row left: a row that orders (distance >= 1) all of at

@@ -125,7 +125,9 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
         if uses is None:
             return None
         strides[1 + (x, y).index(quasi[0])] = uses
-    c = _roles(statement, extents, moving_dims(statement.domain, scop), *strides, x, y)
+    outer = _outer_dims(band, statement)
+    moving = [d for d in moving_dims(statement.domain, scop) if d not in outer]
+    c = _roles(statement, extents, moving, *strides, x, y, outer)
     if c is None or quasi and quasi != [c.a]:
         return None  # b is packed or read as it is: its strides must be known
     if c.extents[c.i] == 1 and scop.array(statement.reads[c.b].array).kind != "constant":
@@ -137,7 +139,23 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
         return None  # several reductions: b is read as it is, or packed at compile time
     if c.inner:  # the recipe replaces this band and the ones below it (Pluto skews
         return None if band_above(band) else c  # a serial multi-loop reduction)
-    return c if _unit_rows(scop, band, statement) else None
+    return c if _unit_rows(scop, band, statement, outer) else None
+
+
+def _outer_dims(band: isl.ScheduleNode, statement: Statement) -> tuple[int, ...]:
+    """The loops of a Recurrence's step that bands above ``band`` run, each as a member
+    of its own (the time loop): the recipe leaves them to those bands. Other
+    statements: none (the recipe's band is all their loops)."""
+    if not statement.recurrent:
+        return ()
+    prefix = band.get_prefix_schedule_union_map().intersect_domain(
+        isl.UnionSet.from_set(statement.domain))
+    maps = union_maps(prefix)
+    rows = band_rows(maps[0]) if len(maps) == 1 else None
+    if not rows:
+        return ()
+    n = statement.domain.dim(isl.dim_type.set)
+    return tuple(sorted(r.index(1) for r in rows if sorted(r) == [0] * (n - 1) + [1]))
 
 
 def _loops_used(scop: Scop, access) -> list[int] | None:
@@ -220,27 +238,29 @@ def _box_extents(scop: Scop, domain: isl.Set) -> tuple[int | str, ...] | None:
     return tuple(extents) if hull.is_equal(domain) else None
 
 
-def _unit_rows(scop: Scop, band: isl.ScheduleNode, statement: Statement) -> bool:
-    """The band's members are the statement's loops, each once. On the domain isl
-    simplifies the row of a loop of one iteration to zeros: such a loop matches any row
-    that is zero on the other loops."""
+def _unit_rows(scop: Scop, band: isl.ScheduleNode, statement: Statement,
+               outer: tuple[int, ...] = ()) -> bool:
+    """The band's members are the statement's loops but the ``outer`` ones, each once.
+    On the domain isl simplifies the row of a loop of one iteration to zeros: such a
+    loop matches any row that is zero on the other loops."""
     (relation,) = union_maps(band.band_get_partial_schedule_union_map()
                              .intersect_domain(band.get_domain()))
     rows = band_rows(relation)
-    n_dims = statement.domain.dim(isl.dim_type.set)
-    if rows is None or len(rows) != n_dims:
+    n_dims = statement.domain.dim(isl.dim_type.set) - len(outer)
+    if rows is None or len(rows) != n_dims or any(row[d] for row in rows for d in outer):
         return False
-    moving = moving_dims(statement.domain, scop)
+    moving = [d for d in moving_dims(statement.domain, scop) if d not in outer]
     on_moving = [[row[d] for d in moving] for row in rows]
     units = sorted(r.index(1) for r in on_moving if sorted(r) == [0] * (len(moving) - 1) + [1])
     zeros = sum(not any(r) for r in on_moving)
     return units == list(range(len(moving))) and zeros == n_dims - len(moving)
 
 
-def _roles(statement, extents, dims, write, x, y, read_x: int, read_y: int
-           ) -> Contraction | None:
+def _roles(statement, extents, dims, write, x, y, read_x: int, read_y: int,
+           outer: tuple[int, ...] = ()) -> Contraction | None:
     """Roles among the loops ``dims`` of more than one iteration; a loop of one
-    iteration (whose strides isl may have simplified to 0) is a batch loop."""
+    iteration (whose strides isl may have simplified to 0) is a batch loop; the
+    ``outer`` loops have none (bands above run them)."""
     reduction = [d for d in dims if write[d] == 0]
     if not reduction or not all(x[d] and y[d] for d in reduction):
         return None
@@ -250,12 +270,13 @@ def _roles(statement, extents, dims, write, x, y, read_x: int, read_y: int
         return None
     (a, b), (sa, sb) = ((read_y, read_x), (y, x)) if x[j] else ((read_x, read_y), (x, y))
     rows = sorted((abs(write[d]), d) for d in dims if d not in (j, k) and sa[d] and not sb[d])
-    single = [d for d in range(len(extents)) if extents[d] == 1 and d not in (j, *reduction)]
+    single = [d for d in range(len(extents))
+              if extents[d] == 1 and d not in (j, *reduction, *outer)]
     if not rows and not single:
         return None
     # no row loop: a matrix-vector product (a classifier at batch 1), one row, the last
     # loop of one iteration
     i = rows[0][1] if rows else single[-1]
-    batch = tuple(d for d in range(len(extents)) if d not in (i, j, *reduction))
+    batch = tuple(d for d in range(len(extents)) if d not in (i, j, *reduction, *outer))
     return Contraction(statement, i, j, k, batch, a, b, tuple(extents), tuple(reduction[1:]),
                        sb[j] == 1, tuple(d for d in batch if sb[d]))
