@@ -173,3 +173,34 @@ def drive(args: argparse.Namespace, script: str, run_one, show, version: str) ->
     show(runs)
     write_rows(args.json, meta, [dict(row, threads=n) for n, rows in runs.items() for row in rows])
     print(f"wrote {args.json}")
+
+
+def compiled_vs_onnxruntime(name: str, model, inputs: dict, repeat: int, threads: int, *,
+                            rtol: float, atol: float) -> dict:
+    """Compile ``model`` with polyc (timed), check its outputs against onnxruntime's on
+    ``threads`` threads, then time both interleaved (:func:`median_times`): a row."""
+    import numpy as np
+
+    import polyc
+
+    start = time.perf_counter()
+    compiled = polyc.compile(model)
+    compile_s = time.perf_counter() - start
+    session = onnxruntime_session(model, threads)
+    expected = session.run(None, inputs)
+    for got, want in zip(compiled.run(inputs).values(), expected):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    row = {"case": name, "compile_s": compile_s,
+           **median_times({"polyc_s": lambda: compiled.run(inputs),
+                           "onnxruntime_s": lambda: session.run(None, inputs)}, repeat)}
+    row["polyc/onnxruntime"] = row["polyc_s"] / row["onnxruntime_s"]
+    return row
+
+
+def print_compared(rows, threads: int, label: str, digits: int) -> None:
+    """The rows of :func:`compiled_vs_onnxruntime` as a table for ``threads``."""
+    print(f"\n{threads} thread{'s' if threads > 1 else ''}")
+    print(f"{label:<18}{'compile s':>10}{'polyc ms':>11}{'ort ms':>10}{'polyc/ort':>11}")
+    for r in rows:
+        print(f"{r['case']:<18}{r['compile_s']:>10.2f}{fmt_ms(r['polyc_s'], digits):>11}"
+              f"{fmt_ms(r['onnxruntime_s'], digits):>10}{fmt_ratio(r['polyc/onnxruntime']):>11}")

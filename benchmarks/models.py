@@ -3,9 +3,11 @@
     python benchmarks/models.py [--repeat N] [--threads 1,2] [--cases mobilenetv2,bert4]
                                 [--json out.json]
 
-The cases are the onnx package's light models (full-size CNNs) and the PyTorch exports
+The cases are the onnx package's light models (full-size CNNs), the PyTorch exports
 of tests/torch_models.py (needs the ``test`` extra: torch): ResNet-18-, MobileNetV2-,
-MobileNetV3- and EfficientNet-style CNNs, a YOLO-style detector, BERT-style encoders.
+MobileNetV3- and EfficientNet-style CNNs, a YOLO-style detector, BERT-style encoders, an
+LSTM tagger and a GRU frame classifier; and an int8 MLP quantized by onnxruntime's
+``quantize_dynamic`` (tests/real_models.py).
 Each thread count (default 1 and 2) runs in its own process, with ``OMP_NUM_THREADS``
 (polyc's parallel loops) and onnxruntime's ``intra_op_num_threads`` set to it. For each
 model it checks polyc's output against onnxruntime (rtol 1e-4, atol 1e-5), then prints
@@ -21,7 +23,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -29,12 +30,11 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from harness import (  # noqa: E402
     arguments,
+    compiled_vs_onnxruntime,
     drive,
-    fmt_ms,
     fmt_ratio,
-    median_times,
-    onnxruntime_session,
     pin_threads,
+    print_compared,
     tables,
 )
 
@@ -45,9 +45,9 @@ import onnx  # noqa: E402
 
 import polyc  # noqa: E402
 
-from real_models import ATOL, LIGHT, RTOL, TORCH, load  # noqa: E402
+from real_models import ATOL, LIGHT, QUANTIZED, RTOL, TORCH, load  # noqa: E402
 
-CASES = LIGHT + list(TORCH)
+CASES = LIGHT + list(TORCH) + list(QUANTIZED)
 
 
 # PyTorch exports run in a process of their own: torch brings its own libgomp, whose
@@ -77,26 +77,11 @@ def load_case(name: str):
 
 def run_case(name: str, repeat: int, threads: int) -> dict:
     model, inputs = load_case(name)
-    start = time.perf_counter()
-    compiled = polyc.compile(model)
-    compile_s = time.perf_counter() - start
-    session = onnxruntime_session(model, threads)
-    expected = session.run(None, inputs)
-    for got, want in zip(compiled.run(inputs).values(), expected):
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
-    row = {"case": name, "compile_s": compile_s,
-           **median_times({"polyc_s": lambda: compiled.run(inputs),
-                           "onnxruntime_s": lambda: session.run(None, inputs)}, repeat)}
-    row["polyc/onnxruntime"] = row["polyc_s"] / row["onnxruntime_s"]
-    return row
+    return compiled_vs_onnxruntime(name, model, inputs, repeat, threads, rtol=RTOL, atol=ATOL)
 
 
 def print_table(rows, threads: int) -> None:
-    print(f"\n{threads} thread{'s' if threads > 1 else ''}")
-    print(f"{'model':<18}{'compile s':>10}{'polyc ms':>11}{'ort ms':>10}{'polyc/ort':>11}")
-    for r in rows:
-        print(f"{r['case']:<18}{r['compile_s']:>10.2f}{fmt_ms(r['polyc_s'], 2):>11}"
-              f"{fmt_ms(r['onnxruntime_s'], 2):>10}{fmt_ratio(r['polyc/onnxruntime']):>11}")
+    print_compared(rows, threads, "model", 2)
     mean = statistics.geometric_mean(r["polyc/onnxruntime"] for r in rows)
     print(f"{'geometric mean':<49}{fmt_ratio(mean):>11}")
 

@@ -16,19 +16,16 @@ to JSON (default benchmarks/results/recurrent.json).
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
 from harness import (  # noqa: E402
     arguments,
+    compiled_vs_onnxruntime,
     drive,
-    fmt_ms,
-    fmt_ratio,
-    median_times,
-    onnxruntime_session,
     pin_threads,
+    print_compared,
     tables,
 )
 
@@ -80,26 +77,11 @@ def layer_case(name: str, seed: int = 0):
 
 def run_case(name: str, repeat: int, threads: int) -> dict:
     model, inputs = layer_case(name)
-    start = time.perf_counter()
-    compiled = polyc.compile(model)
-    compile_s = time.perf_counter() - start
-    session = onnxruntime_session(model, threads)
-    expected = session.run(None, inputs)
-    for got, want in zip(compiled.run(inputs).values(), expected):
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
-    row = {"case": name, "compile_s": compile_s,
-           **median_times({"polyc_s": lambda: compiled.run(inputs),
-                           "onnxruntime_s": lambda: session.run(None, inputs)}, repeat)}
-    row["polyc/onnxruntime"] = row["polyc_s"] / row["onnxruntime_s"]
-    return row
+    return compiled_vs_onnxruntime(name, model, inputs, repeat, threads, rtol=RTOL, atol=ATOL)
 
 
 def print_table(rows, threads: int) -> None:
-    print(f"\n{threads} thread{'s' if threads > 1 else ''}")
-    print(f"{'layer':<12}{'compile s':>10}{'polyc ms':>11}{'ort ms':>10}{'polyc/ort':>11}")
-    for r in rows:
-        print(f"{r['case']:<12}{r['compile_s']:>10.2f}{fmt_ms(r['polyc_s'], 3):>11}"
-              f"{fmt_ms(r['onnxruntime_s'], 3):>10}{fmt_ratio(r['polyc/onnxruntime']):>11}")
+    print_compared(rows, threads, "layer", 3)
 
 
 def main(argv=None):

@@ -1,6 +1,7 @@
 """The real model graphs polyc is checked on: the onnx package's ``light`` models
-(full-size CNNs whose weights are ConstantOfShape nodes) and the PyTorch exports of
-:mod:`torch_models`. ``load(name)`` gives a model and a seeded input for it."""
+(full-size CNNs whose weights are ConstantOfShape nodes), the PyTorch exports of
+:mod:`torch_models` and an int8 MLP quantized by onnxruntime. ``load(name)`` gives a
+model and a seeded input for it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ import onnx
 LIGHT_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 LIGHT = sorted(p.stem.removeprefix("light_") for p in LIGHT_DIR.glob("light_*.onnx"))
 TORCH = ("resnet18", "mlp2", "bert_layer", "encoder6", "mobilenetv2", "mobilenetv3", "efficientnet",
-         "yolo_head", "bert4")
+         "yolo_head", "bert4", "lstm_tagger", "gru_frames")
+# float models quantized by onnxruntime.quantization (int8 weights, activations quantized
+# at run time: DynamicQuantizeLinear, MatMulInteger)
+QUANTIZED = ("mlp_int8",)
 RTOL, ATOL = 1e-4, 1e-5  # the issue's tolerances, unless a model documents otherwise
 
 
@@ -26,6 +30,8 @@ def load(name: str, seed: int = 0, *, random_weights: bool = False
     if name in TORCH:
         from torch_models import export  # torch is imported only when needed
         return export(name, seed)
+    if name in QUANTIZED:
+        return quantized_mlp(seed)
     model = onnx.load(str(LIGHT_DIR / f"light_{name}.onnx"))
     if random_weights:
         model = randomize_weights(model, seed)
@@ -74,6 +80,39 @@ def randomize_weights(model: onnx.ModelProto, seed: int) -> onnx.ModelProto:
         del values[:]
         values.extend(kept)
     return model
+
+
+def quantized_mlp(seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """An MLP (784 -> 256, Relu, -> 10; MatMul + Add, seeded weights uniform in
+    +-sqrt(3 / fan-in)) quantized by onnxruntime's ``quantize_dynamic`` (int8 weights),
+    and a batch of 8 inputs."""
+    import tempfile
+
+    from onnx import helper, numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    rng = np.random.default_rng(seed)
+    weights = {}
+    for k, (fan_in, fan_out) in enumerate([(784, 256), (256, 10)], 1):
+        bound = np.sqrt(3.0 / fan_in)
+        weights[f"W{k}"] = rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32)
+        weights[f"b{k}"] = rng.uniform(-0.1, 0.1, fan_out).astype(np.float32)
+    node = helper.make_node
+    nodes = [node("MatMul", ["x", "W1"], ["h"]), node("Add", ["h", "b1"], ["hb"]),
+             node("Relu", ["hb"], ["r"]), node("MatMul", ["r", "W2"], ["o"]),
+             node("Add", ["o", "b2"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "mlp_int8", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, (8, 784))],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, (8, 10))],
+        initializer=[numpy_helper.from_array(v, k) for k, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    with tempfile.TemporaryDirectory() as folder:
+        onnx.save(model, f"{folder}/float.onnx")
+        quantize_dynamic(f"{folder}/float.onnx", f"{folder}/int8.onnx",
+                         weight_type=QuantType.QInt8)
+        quantized = onnx.load(f"{folder}/int8.onnx")
+    return quantized, {"x": rng.standard_normal((8, 784), dtype=np.float32)}
 
 
 def run_onnxruntime(model: onnx.ModelProto, inputs, threads: int = 1):

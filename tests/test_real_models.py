@@ -17,7 +17,7 @@ from onnx import helper
 import polyc
 from polyc.errors import UnsupportedOpError
 
-from real_models import ATOL, LIGHT, RTOL, TORCH, load, run_onnxruntime
+from real_models import ATOL, LIGHT, QUANTIZED, RTOL, TORCH, load, run_onnxruntime
 
 # Compile times (benchmarks/models.py on 2 vCPUs shared with other work): mobilenetv3
 # 14-20 s, yolo_head 9-14 s, bert4 14-16 s (tests of 16-28 s under -n 2) run by default;
@@ -28,7 +28,7 @@ SLOW = set(LIGHT) - {"squeezenet"} | {"encoder6", "mobilenetv2", "efficientnet"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
-                                  for n in LIGHT + list(TORCH)])
+                                  for n in LIGHT + list(TORCH) + list(QUANTIZED)])
 def test_model_matches_onnxruntime(name):
     model, inputs = load(name, random_weights=True)
     expected, _ = run_onnxruntime(model, inputs)

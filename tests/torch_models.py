@@ -2,8 +2,9 @@
 checks: a ResNet-18-style CNN, a 2-layer MLP, a BERT-style encoder layer, a small 6-layer
 encoder, MobileNetV2-, MobileNetV3- and EfficientNet-style CNNs (depthwise convolutions,
 squeeze-excite, ReLU6, HardSwish, SiLU), a small YOLO-style detector (SiLU as
-Sigmoid * Mul, upsample + concat, three heads) and a 4-layer BERT-style encoder at
-sequence length 128. Everything is written here (no torchvision, no downloaded weights).
+Sigmoid * Mul, upsample + concat, three heads), a 4-layer BERT-style encoder at
+sequence length 128, an LSTM sequence tagger and a GRU frame classifier. Everything is
+written here (no torchvision, no downloaded weights).
 Weights are seeded; ``export(name)`` gives the ONNX model and an input.
 """
 
@@ -289,6 +290,35 @@ class YoloHead(nn.Module):
         return self.head(0, p3), self.head(1, p4), self.head(2, c5)
 
 
+class Tagger(nn.Module):
+    """A sequence tagger: token embeddings, a 2-layer bidirectional LSTM, a linear layer
+    on every token's states."""
+
+    def __init__(self, vocab: int = 1000, embed: int = 64, hidden: int = 128, tags: int = 17):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, embed)
+        self.lstm = nn.LSTM(embed, hidden, num_layers=2, bidirectional=True, batch_first=True)
+        self.out = nn.Linear(2 * hidden, tags)
+
+    def forward(self, tokens):
+        states, _ = self.lstm(self.embed(tokens))
+        return self.out(states)
+
+
+class FrameClassifier(nn.Module):
+    """A voice-activity-style model: a 2-layer GRU over frames of audio features, a
+    sigmoid score per frame."""
+
+    def __init__(self, features: int = 40, hidden: int = 64):
+        super().__init__()
+        self.gru = nn.GRU(features, hidden, num_layers=2, batch_first=True)
+        self.out = nn.Linear(hidden, 1)
+
+    def forward(self, frames):
+        states, _ = self.gru(frames)
+        return torch.sigmoid(self.out(states))
+
+
 def _encoder_inputs(batch: int, seq: int, hidden: int, rng: np.random.Generator):
     x = rng.standard_normal((batch, seq, hidden), dtype=np.float32)
     mask = np.zeros((batch, 1, 1, seq), dtype=np.float32)
@@ -316,6 +346,9 @@ MODELS = {
     "efficientnet": (efficientnet_b0, lambda rng: {"x": _image(rng, 224)}),
     "yolo_head": (YoloHead, lambda rng: {"x": _image(rng, 320)}),
     "bert4": (lambda: Encoder(4, 512, 8, 2048), lambda rng: _encoder_inputs(1, 128, 512, rng)),
+    "lstm_tagger": (Tagger, lambda rng: {"tokens": rng.integers(0, 1000, (2, 32))}),
+    "gru_frames": (FrameClassifier,
+                   lambda rng: {"frames": rng.standard_normal((1, 100, 40), dtype=np.float32)}),
 }
 # exported with their BatchNormalization nodes (TrainingMode.PRESERVE of a module in eval
 # mode: inference BatchNormalization), so that polyc's fold_batch_norm folds them rather
