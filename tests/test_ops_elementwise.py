@@ -119,9 +119,26 @@ def test_prelu_slope_as_graph_input():
                                       ("Round", 22), ("Erf", 11), ("Erf", 13),
                                       ("Sin", 7), ("Cos", 22), ("Tan", 7), ("Asin", 22),
                                       ("Acos", 7), ("Atan", 22), ("Sinh", 9),
-                                      ("Cosh", 22)])
+                                      ("Cosh", 22), ("Asinh", 9), ("Acosh", 22),
+                                      ("Atanh", 9)])
 def test_unary_math(op, opset):
     check_unary(op, {}, opset)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_inverse_hyperbolic_functions_at_their_edges(dtype):
+    """libm's asinh/acosh/atanh: tiny and huge arguments, the ends of the domains (NaN
+    outside, infinities at atanh(+-1)) against numpy."""
+    x = np.array([0.0, -0.0, 1e-30, -1e-8, 0.5, 1.0, -1.0, 1.5, 1e20, -1e30, 3e38, -2.0,
+                  np.inf, -np.inf, np.nan], dtype)
+    kind = FLOAT if dtype == "float32" else TensorProto.DOUBLE
+    for op, fn in (("Asinh", np.arcsinh), ("Acosh", np.arccosh), ("Atanh", np.arctanh)):
+        model = make_model([node(op, ["x"], ["y"])], [("x", x.shape, kind)],
+                           [("y", x.shape, kind)], opset=9)
+        got = run_polyc(model, {"x": x})["y"]
+        with np.errstate(all="ignore"):
+            np.testing.assert_allclose(got, fn(x), rtol=2e-7 if dtype == "float32" else 1e-15,
+                                       err_msg=op)
 
 
 @pytest.mark.parametrize("exponent", [2.0, 3.0, 0.5, 1.0, -1.0, 1.7, -0.5, 0.0])

@@ -20,7 +20,7 @@ from llvmlite import ir
 
 from polyc.codegen import vecmath
 from polyc.codegen.vecmath import fconst, intrinsic
-from polyc.frontend.core import TRIGONOMETRIC
+from polyc.frontend.core import INVERSE_HYPERBOLIC, TRIGONOMETRIC
 
 I1 = ir.IntType(1)
 I64 = ir.IntType(64)
@@ -156,6 +156,24 @@ def _float_mod(b: ir.IRBuilder, x, y):
     return b.select(b.fcmp_ordered("==", r, zero), signed_zero, r)
 
 
+def _libm(name: str):
+    """A call of libm's function ``name`` (no LLVM intrinsic for it; on float32 its
+    ``f`` variant), lane by lane on a vector."""
+    def emit(b: ir.IRBuilder, x):
+        scalar = x.type.element if isinstance(x.type, ir.VectorType) else x.type
+        symbol = name if scalar == F64 else f"{name}f"
+        fn = b.module.globals.get(symbol) or ir.Function(
+            b.module, ir.FunctionType(scalar, [scalar]), symbol)
+        if not isinstance(x.type, ir.VectorType):
+            return b.call(fn, [x])
+        result = ir.Constant(x.type, None)
+        for lane in range(x.type.count):
+            at = ir.Constant(ir.IntType(32), lane)
+            result = b.insert_element(result, b.call(fn, [b.extract_element(x, at)]), at)
+        return result
+    return emit
+
+
 FLOAT_FUNCTIONS = {
     "add": lambda b, x, y: _flagged(b.fadd(x, y)),
     "sub": lambda b, x, y: _flagged(b.fsub(x, y)),
@@ -184,23 +202,8 @@ FLOAT_FUNCTIONS = {
     "select": lambda b, c, x, y: b.select(c, x, y),
     # libm's sinf, cosf, ... (LLVM calls them lane by lane in vector code)
     **{fn: _call_intrinsic(f"llvm.{fn}") for fn in TRIGONOMETRIC},
+    **{fn: _libm(fn) for fn in INVERSE_HYPERBOLIC},  # asinhf, ...
 }
-
-
-def _libm(name: str):
-    """A call of libm's double function ``name`` (no LLVM intrinsic for it), lane by
-    lane on a vector."""
-    def emit(b: ir.IRBuilder, x):
-        fn = b.module.globals.get(name) or ir.Function(
-            b.module, ir.FunctionType(F64, [F64]), name)
-        if not isinstance(x.type, ir.VectorType):
-            return b.call(fn, [x])
-        result = ir.Constant(x.type, None)
-        for lane in range(x.type.count):
-            at = ir.Constant(ir.IntType(32), lane)
-            result = b.insert_element(result, b.call(fn, [b.extract_element(x, at)]), at)
-        return result
-    return emit
 
 
 def _sigmoid64(b: ir.IRBuilder, x):

@@ -45,6 +45,7 @@ FUNCTIONS = MappingProxyType({
     "neg": 1, "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "tanh": 1,
     "sigmoid": 1, "relu": 1, "erf": 1,
     "sin": 1, "cos": 1, "tan": 1, "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1,
+    "asinh": 1, "acosh": 1, "atanh": 1,
     "floor": 1, "ceil": 1,
     "round": 1,  # to nearest, ties to even (numpy.round)
     "sign": 1,   # -1, 0 or 1; NaN stays NaN
@@ -79,8 +80,9 @@ CAST_VIA = MappingProxyType({"int8": "int32", "int16": "int32", "uint8": "int32"
                              "int32": "int32", "int64": "int64"})
 
 TRIGONOMETRIC = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh")
+INVERSE_HYPERBOLIC = ("asinh", "acosh", "atanh")  # libm's, no LLVM intrinsic
 _FLOAT_ONLY = frozenset({"exp", "log", "sqrt", "tanh", "sigmoid", "erf", "floor", "ceil",
-                         "round", "pow", *TRIGONOMETRIC})
+                         "round", "pow", *TRIGONOMETRIC, *INVERSE_HYPERBOLIC})
 _NUMERIC = frozenset({"neg", "abs", "relu", "sign", "add", "sub", "mul", "div", "fmod"})
 _COMPARISONS = frozenset({"lt", "le", "gt", "ge"})
 _LOGIC = frozenset({"and", "or", "xor", "not"})

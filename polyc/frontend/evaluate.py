@@ -113,6 +113,7 @@ NUMPY_FUNCTIONS = {
     "erf": lambda x: _erf(np.asarray(x, np.float64)),
     "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
     "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
     "floor": np.floor, "ceil": np.ceil, "round": np.round, "sign": np.sign,
     "add": np.add, "sub": np.subtract, "mul": np.multiply,
     "div": lambda x, d: _int_div(x, d) if _integer(x) else np.divide(x, d),

@@ -183,8 +183,9 @@ def _trigonometric(op: str, fn: str, *versions: int) -> None:
 for _op, _fn in (("Sin", "sin"), ("Cos", "cos"), ("Tan", "tan"), ("Asin", "asin"),
                  ("Acos", "acos"), ("Atan", "atan")):
     _trigonometric(_op, _fn, 7, 22)
-_trigonometric("Sinh", "sinh", 9, 22)
-_trigonometric("Cosh", "cosh", 9, 22)
+for _op, _fn in (("Sinh", "sinh"), ("Cosh", "cosh"), ("Asinh", "asinh"), ("Acosh", "acosh"),
+                 ("Atanh", "atanh")):
+    _trigonometric(_op, _fn, 9, 22)
 
 
 @onnx_op("Erf", 9, 13)
