@@ -22,6 +22,7 @@ from polyc.frontend.ops import (  # noqa: F401
     recurrent,
     reduce,
     resize,
+    scatter,
     shape,
     slicing,
     upsample,

@@ -19,7 +19,16 @@ import functools
 import numpy as np
 from onnx import TensorProto
 
-from polyc.frontend.core import DTYPES, FLOATS, Call, Const, Read, identity_index, value_range
+from polyc.frontend.core import (
+    DTYPES,
+    FLOATS,
+    Call,
+    Const,
+    Lookup,
+    Read,
+    identity_index,
+    value_range,
+)
 from polyc.frontend.load import dtype_name
 from polyc.frontend.ops.indexing import broadcast_index, broadcast_shapes, first_element, size
 from polyc.frontend.ops.registry import onnx_op
@@ -32,7 +41,7 @@ FLT_MAX = float(np.finfo(np.float32).max)
 
 def call(fn: str, *args) -> Call:
     """The core call ``fn(*args)``; plain numbers become :class:`Const`."""
-    return Call(fn, tuple(a if isinstance(a, (Read, Const, Call)) else Const(float(a))
+    return Call(fn, tuple(a if isinstance(a, (Read, Const, Call, Lookup)) else Const(float(a))
                           for a in args))
 
 
