@@ -735,6 +735,27 @@ def test_pool_options(case, options):
     assert_matches(single_node_model(op, x_shape, opset=opset, **attrs), **options)
 
 
+@pytest.mark.parametrize("case,storage_order", [
+    (case, order) for case in ["max_default", "max_stride2_asymmetric_pads",
+                               "max_valid_dilations", "max_ceil_last_window_in_pad",
+                               "max_1d", "max_3d"]
+    for order in ((0, 1) if len(POOL_CASES[case][1]) == 4 else (0,))])
+def test_max_pool_indices(case, storage_order):
+    """MaxPool's second output: the flat index of each window's first max (ties: the
+    values are rounded to a few levels), as onnxruntime numbers it, row- or (2-D)
+    column-major."""
+    op, x_shape, attrs, opset = POOL_CASES[case]
+    x = np.round(np.random.default_rng(len(case)).standard_normal(x_shape) * 2)
+    x = x.astype(np.float32)
+    model = make_model([helper.make_node(op, ["x"], ["y", "i"], storage_order=storage_order,
+                                         **attrs)],
+                       [("x", x_shape)], ["y", ("i", None, TensorProto.INT64)], opset=opset)
+    want = run_onnxruntime(model, {"x": x})
+    got = polyc.compile(model).run({"x": x})
+    np.testing.assert_array_equal(got["y"], want["y"])
+    np.testing.assert_array_equal(got["i"], want["i"])
+
+
 @pytest.mark.parametrize("kernel", [2, 5, 20])  # one Map; a Reduce per dim past 16
 def test_max_pool_windows_with_nan_give_nan(kernel):
     """polyc's MaxPool propagates NaN, as numpy's max and PyTorch's max_pool2d do (and
@@ -921,10 +942,11 @@ def test_batch_normalization_training_mode_is_unsupported():
                        outputs=outputs, opset=15, training_mode=1)()
 
 
-def test_max_pool_indices_output_is_unsupported():
-    outputs = [("y", 4, TensorProto.FLOAT), ("indices", 4, TensorProto.INT64)]
-    with pytest.raises(UnsupportedOpError, match="only 1 output.* the node has 2"):
-        lowering_error("MaxPool", (1, 2, 4, 4), outputs=outputs, kernel_shape=[2, 2])()
+def test_max_pool_indices_in_column_major_order_need_2d_pooling():
+    outputs = [("y", 3, TensorProto.FLOAT), ("indices", 3, TensorProto.INT64)]
+    with pytest.raises(UnsupportedOpError, match="storage_order=1"):
+        lowering_error("MaxPool", (1, 2, 6), outputs=outputs, kernel_shape=[2],
+                       storage_order=1)()
 
 
 @pytest.mark.parametrize("op,x_shape,weights,attrs,message", [

@@ -44,11 +44,54 @@ def MaxPool(ctx, X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_sh
             pads=None, storage_order=0, strides=None):
     """MaxPool: Y[n, c, o..] = max_k X[n, c, o*s + k*d - begin ..] (the lowest float in
     the padding: :func:`lowest`), one Reduce max per spatial dim. The Indices output
-    (since version 8) is not supported; ``storage_order`` only concerns it.
-    ``ceil_mode`` and ``dilations`` exist since version 10."""
+    (since version 8): :func:`_argmax_indices`. ``ceil_mode`` and ``dilations`` exist
+    since version 10."""
     win = _window(ctx, X, kernel_shape, strides=strides, dilations=dilations, pads=pads,
                   auto_pad=auto_pad, ceil_mode=ceil_mode)
-    return _pool(ctx, X, win, "max", lowest(X.dtype), "max_pool")
+    Y = _pool(ctx, X, win, "max", lowest(X.dtype), "max_pool")
+    if ctx.n_outputs < 2:
+        return Y
+    return Y, _argmax_indices(ctx, X, Y, win, storage_order)
+
+
+def _argmax_indices(ctx, X, Y, win: Window, storage_order: int):
+    """MaxPool's Indices: per output element, the first element of its window (in
+    row-major order, padding left out) that equals the max, as its flat index into X
+    (int64; ``storage_order=1``: the spatial dims in column-major order, as
+    onnxruntime numbers them). One Reduce min over the output and the window of
+    ``select(x == max and inside, position in the plane, plane size)``."""
+    rank, spatial = len(X.shape), X.shape[2:]
+    if storage_order not in (0, 1) or storage_order and len(spatial) != 2:
+        raise ctx.unsupported(f"storage_order={storage_order} (0, or 1 for 2-D pooling)")
+    out = Y.shape
+    plane = math.prod(spatial)
+    key, inside = Const(0, "int64"), None
+    for d in range(len(spatial)):
+        o = Read(ctx.positions(out[2 + d]).name, (Ix.var(2 + d),))
+        k = Read(ctx.positions(win.kernel[d]).name, (Ix.var(rank + d),))
+        at = Call("add", (Call("add", (Call("mul", (o, Const(win.strides[d], "int64"))),
+                                       Call("mul", (k, Const(win.dilations[d], "int64"))))),
+                          Const(-win.begin[d], "int64")))
+        within = Call("and", (Call("ge", (at, Const(0, "int64"))),
+                              Call("lt", (at, Const(spatial[d], "int64")))))
+        inside = within if inside is None else Call("and", (inside, within))
+        key = Call("add", (Call("mul", (key, Const(spatial[d], "int64"))), at))
+    index = identity_index(2) + win.index(2, rank)
+    x = Read(X.name, index, "fill", lowest(X.dtype))
+    hit = Call("and", (inside, Call("eq", (x, Read(Y.name, identity_index(rank))))))
+    first = ctx.reduce(out_shape=out, init=Const(plane, "int64"),
+                       extents=out + tuple(win.kernel), out_index=identity_index(rank),
+                       combiner="min", expr=Call("select", (hit, key, Const(plane, "int64"))),
+                       label="max_pool_index")
+    found = Read(first.name, identity_index(rank))
+    if storage_order:  # (h, w) -> w * H + h
+        height, width = (Const(v, "int64") for v in spatial)
+        found = Call("add", (Call("mul", (Call("mod", (found, width)), height)),
+                             Call("div", (found, width))))
+    n, c = (Read(ctx.positions(out[k]).name, (Ix.var(k),)) for k in range(2))
+    planes = Call("add", (Call("mul", (n, Const(out[1], "int64"))), c))
+    return ctx.map(out, Call("add", (Call("mul", (planes, Const(plane, "int64"))), found)),
+                   label="max_pool_indices")
 
 
 @onnx_op("AveragePool", 1, 7, 10, 11)
