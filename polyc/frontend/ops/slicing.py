@@ -7,6 +7,8 @@ through a :class:`~polyc.frontend.core.Lookup` (an index taken from a tensor ele
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from polyc.frontend.core import FLOATS, INTEGER, Call, Const, Ix, Lookup, Read, identity_index
@@ -396,6 +398,38 @@ def GatherElements(ctx, data, indices, *, axis=0):
     at = Read(indices.name, identity_index(rank))
     return ctx.map(indices.shape, Lookup(data.name, identity_index(rank), axis, at),
                    label="gather_elements")
+
+
+@onnx_op("GatherND", 11, 12, 13)
+def GatherND(ctx, data, indices, *, batch_dims=0):
+    """GatherND: out[p.., r..] = data[p[:b].., indices[p..], r..] where the last dim of
+    ``indices`` (length q) holds an index into data's dims b..b+q-1 (b = ``batch_dims``,
+    the leading dims data and indices share). One Map of a Lookup along those q dims
+    seen as one (a reshape, copied: a Lookup reads storage), at the row-major number of
+    the indices, each negative one counted from the end of its dim first."""
+    b, rank = batch_dims, len(data.shape)
+    q = indices.shape[-1] if indices.shape else 0
+    if not indices.shape or q < 1 or b + q > rank or \
+            tuple(indices.shape[:b]) != tuple(data.shape[:b]):
+        raise ctx.shape_error(f"indices {list(indices.shape)} (batch_dims {b}) do not fit "
+                              f"data {list(data.shape)}")
+    positions = indices.shape[:-1]
+    inner = data.shape[b + q:]
+    flat = None
+    for k in range(q):
+        value = Call("cast_int64", (Read(indices.name, tuple(Ix.var(j) for j in range(
+            len(positions))) + (Ix.constant(k),)),))
+        size = Const(data.shape[b + k], "int64")
+        value = Call("select", (Call("lt", (value, Const(0, "int64"))),
+                                Call("add", (value, size)), value))
+        flat = value if flat is None else Call("add", (Call("mul", (flat, size)), value))
+    merged = data.shape[:b] + (math.prod(data.shape[b:b + q]),) + inner
+    source = data if q == 1 else ctx.view(data, merged, label="gather_nd_rows")
+    source = ctx.stored(source)
+    _check_lookup_axis(ctx, source, indices, b)
+    index = (identity_index(b) + (Ix.constant(0),)
+             + tuple(Ix.var(len(positions) + k) for k in range(len(inner))))
+    return ctx.map(positions + inner, Lookup(source.name, index, b, flat), label="gather_nd")
 
 
 @onnx_op("CenterCropPad", 18)

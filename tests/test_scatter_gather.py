@@ -1,6 +1,7 @@
 """ScatterElements, Scatter, ScatterND and TensorScatter (polyc/frontend/ops/scatter.py)
-against onnxruntime on seeded random inputs: every reduction, axes, negative and
-repeated indices, indices smaller than data, integer and bool data; and the errors."""
+and GatherND against onnxruntime on seeded random inputs: every reduction, axes,
+negative and repeated indices, indices smaller than data, batch dims, integer and bool
+data; and the errors."""
 
 from __future__ import annotations
 
@@ -130,3 +131,18 @@ def test_unknown_reduction_is_refused():
     model.graph.node[0].attribute[0].s = b"mean"
     with pytest.raises(UnsupportedOpError, match="reduction 'mean'"):
         polyc.compile(model)
+
+
+@pytest.mark.parametrize("depth,batch_dims", [(1, 0), (2, 0), (3, 0), (1, 1), (2, 1)])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_gather_nd(depth, batch_dims, dtype):
+    rng = np.random.default_rng(depth * 5 + batch_dims)
+    data = rng.integers(-100, 100, (3, 4, 5, 2)).astype(dtype)
+    positions = (3, 2)[:1 + (batch_dims == 0)] if batch_dims else (2, 3)
+    dims = data.shape[batch_dims:batch_dims + depth]
+    indices = np.stack([rng.integers(-d, d, positions) for d in dims], axis=-1)
+    model = make_model([helper.make_node("GatherND", ["data", "indices"], ["y"],
+                                         batch_dims=batch_dims)],
+                       [("data", data.shape, KINDS[dtype]), ("indices", indices.shape, T.INT64)],
+                       [("y", None, KINDS[dtype])], opset=13)
+    check(model, {"data": data, "indices": indices.astype(np.int64)})
