@@ -25,6 +25,7 @@ from polyc.frontend.ops import (  # noqa: F401
     scatter,
     shape,
     slicing,
+    topk,
     upsample,
 )
 from polyc.frontend.ops.registry import OPS, NodeContext, OpDef, lookup, onnx_op
