@@ -1029,3 +1029,29 @@ def test_conv_over_few_pixels_is_a_transposed_product(x_shape, w_shape, group, a
                         "w_packed at compile time", d)
                and "_relu" not in d for d in compiled.schedule.decisions)
     assert_compiled_matches(compiled, model)
+
+
+@pytest.mark.parametrize("image,block,attrs", [
+    ((5, 5), (2, 2), {}),
+    ((6, 7), (3, 2), {"strides": [2, 1], "pads": [1, 0, 2, 1]}),
+    ((9, 8), (2, 3), {"dilations": [2, 1], "strides": [1, 2], "pads": [0, 1, 1, 0]}),
+    ((4, 5, 6), (2, 2, 3), {"strides": [1, 2, 1]}),
+])
+def test_col2im_matches_onnxruntime(image, block, attrs):
+    """Col2Im (PyTorch's fold): columns of every block size, stride, dilation and pad,
+    2-D and 3-D, summed back where blocks overlap."""
+    rank = len(image)
+    strides = attrs.get("strides", [1] * rank)
+    dilations = attrs.get("dilations", [1] * rank)
+    pads = attrs.get("pads", [0] * 2 * rank)
+    blocks = [(image[d] + pads[d] + pads[rank + d] - dilations[d] * (block[d] - 1) - 1)
+              // strides[d] + 1 for d in range(rank)]
+    x = np.random.default_rng(rank).standard_normal(
+        (2, 3 * int(np.prod(block)), int(np.prod(blocks)))).astype(np.float32)
+    model = make_model([helper.make_node("Col2Im", ["x", "image", "block"], ["y"], **attrs)],
+                       [("x", x.shape)], ["y"],
+                       initializers=[("image", np.array(image, np.int64)),
+                                     ("block", np.array(block, np.int64))], opset=18)
+    got = polyc.compile(model).run({"x": x})["y"]
+    np.testing.assert_allclose(got, run_onnxruntime(model, {"x": x})["y"], rtol=1e-5,
+                               atol=1e-6)

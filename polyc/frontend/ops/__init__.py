@@ -6,6 +6,7 @@ for the model's opset. The modules group ops by the core op they lower to.
 
 from polyc.frontend.ops import (  # noqa: F401
     activation,
+    col2im,
     constant,
     conv,
     cumulative,

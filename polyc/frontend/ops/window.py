@@ -142,3 +142,4 @@ def tap_read(src, win: Window, position: dict[int, int], fill: float) -> Read:
         inside = inside and 0 <= offset and \
             (win.out[d] - 1) * win.strides[d] + offset < src.shape[2 + d]
     return Read(src.name, tuple(index), *(() if inside else ("fill", fill)))
+
