@@ -298,6 +298,8 @@ def typed_literals(expr: Expr, tensor_dtype) -> Expr:
     """``expr`` with its float32 constants retyped where they meet one other float type:
     a number an op's lowering writes (``alpha * x``, ``x < -inf``) is a literal that
     takes the float type of the data it is combined with (float64, float16)."""
+    if isinstance(expr, Lookup):
+        return Lookup(expr.tensor, expr.index, expr.axis, typed_literals(expr.at, tensor_dtype))
     if not isinstance(expr, Call):
         return expr
     args = tuple(typed_literals(a, tensor_dtype) for a in expr.args)

@@ -12,6 +12,7 @@ from polyc.frontend.ops import (  # noqa: F401
     cumulative,
     einsum,
     elementwise,
+    grid_sample,
     indicators,
     layout,
     legacy,
