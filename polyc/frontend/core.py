@@ -444,6 +444,8 @@ class Recurrence:
     state of an LSTM has a dim indexed by ``t``, so every instance writes its own
     element and the dependences between time steps are exact. Every element read is
     written first; no step reads what it writes itself at another point of its box.
+    Steps may also read ``views`` (reshapes or transposes of an out, or of an earlier
+    view: a Scan body's Reshape, with the time dim in front).
     """
 
     outs: tuple[str, ...]
@@ -453,21 +455,30 @@ class Recurrence:
     body: tuple[Step, ...]
     node: str = ""
     label: str = "recurrence"
+    views: tuple[View, ...] = ()
 
     def __post_init__(self):
         if any(not step.extents or step.extents[0] != self.steps for step in self.body):
             raise ValueError("the first extent of every body step must be the steps")
         if any(step.out not in self.outs for step in self.start + self.body):
             raise ValueError("every step must write one of the recurrence's outs")
+        seen = set(self.outs)
+        for view in self.views:
+            if view.src not in seen:
+                raise ValueError(f"view '{view.out}' of '{view.src}', not an out or an "
+                                 "earlier view of the recurrence")
+            seen.add(view.out)
 
     @property
     def inputs(self) -> tuple[str, ...]:
+        own = set(self.outs) | {v.out for v in self.views}
         names = [r.tensor for step in self.start + self.body for r in reads(step.expr)]
-        return tuple(dict.fromkeys(n for n in names if n not in self.outs))
+        return tuple(dict.fromkeys(n for n in names if n not in own))
 
     def __str__(self) -> str:
         outs = ", ".join(f"{out}{list(shape)}" for out, shape in zip(self.outs, self.shapes))
         lines = [f"{outs} = {self.label} over {self.steps} steps:"]
+        lines += [f"      view  {view}" for view in self.views]
         lines += [f"      start {step}" for step in self.start]
         lines += [f"      step  {step}" for step in self.body]
         return "\n".join(lines)
@@ -477,8 +488,10 @@ Op = Map | Reduce | View | Recurrence
 
 
 def written(op: Op) -> tuple[str, ...]:
-    """The tensors ``op`` writes: its ``out``, or a Recurrence's ``outs``."""
-    return op.outs if isinstance(op, Recurrence) else (op.out,)
+    """The tensors ``op`` makes: its ``out``, or a Recurrence's ``outs`` and views."""
+    if isinstance(op, Recurrence):
+        return op.outs + tuple(v.out for v in op.views)
+    return (op.out,)
 
 
 @dataclass(frozen=True)

@@ -149,7 +149,7 @@ def evaluate(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nda
                                      else graph.tensors[name].dtype)
                       for name in core.written(op)}
             if isinstance(op, Recurrence):
-                values.update(_recurrence(op, values, dtypes))
+                values.update(_recurrence(op, values, dtypes, graph.tensors))
                 continue
             values[op.out] = _run(op, values, graph.tensors[op.out].shape, dtypes[op.out])
     return {t.name: np.array(values[t.name], dtype=t.dtype) for t in graph.outputs}
@@ -185,10 +185,14 @@ def _run(op: core.Op, values, shape: tuple[int, ...], dtype: np.dtype) -> np.nda
     return _reduce(op, values, dtype)
 
 
-def _recurrence(op: Recurrence, values, dtypes) -> dict[str, np.ndarray]:
+def _recurrence(op: Recurrence, values, dtypes, tensors) -> dict[str, np.ndarray]:
     """The start steps over their boxes, then for each t the body steps over theirs
-    with loop variable 0 fixed at t (elements never written stay 0); the outs."""
+    with loop variable 0 fixed at t (elements never written stay 0); the outs and
+    their views (numpy views of them, which see every write)."""
     outs = {name: np.zeros(shape, dtypes[name]) for name, shape in zip(op.outs, op.shapes)}
+    for view in op.views:
+        outs[view.out] = _view(view, outs[view.src], tensors[view.out].shape)
+        assert np.shares_memory(outs[view.out], outs[view.src])
     values = {**values, **outs}
     for step in op.start:
         _step(step, values, outs[step.out], _grid(step.extents))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from onnx import numpy_helper
 
 from polyc.errors import ModelError, UnsupportedDtypeError, UnsupportedOpError
 from polyc.frontend import channels_last, core, shape_values
@@ -38,10 +39,15 @@ def lower(graph: OnnxGraph, *, winograd: str = winograd_choice.DEFAULT,
 def check_supported(graph: OnnxGraph) -> None:
     """Raise one UnsupportedOpError naming every node whose op, version, inputs or
     attributes have no lowering."""
+    check_nodes(graph.nodes, graph.opset)
+
+
+def check_nodes(nodes, opset: int) -> None:
+    """:func:`check_supported` for ``nodes`` (a graph's, or a subgraph's) at ``opset``."""
     problems = []
-    for index, node in enumerate(graph.nodes):
+    for index, node in enumerate(nodes):
         try:
-            lookup(node, graph.opset, node_name(node, index)).check_node(node, graph.opset)
+            lookup(node, opset, node_name(node, index)).check_node(node, opset)
         except UnsupportedOpError as error:
             problems.append(error)
     if problems:
@@ -234,22 +240,24 @@ class LoweringContext:
                     tuple(out_index), combiner, expr, node=self._node.name, label=label)
         return self._emit(op, out_shape)
 
-    def recurrence(self, outs, *, start, steps: int, body, label: str
+    def recurrence(self, outs, *, start, steps: int, body, label: str, views=()
                    ) -> tuple[TensorInfo, ...]:
         """Emit a Recurrence (see :class:`core.Recurrence`) writing the new tensors
-        ``outs`` (TensorInfos named with :meth:`fresh`, which its steps read); them."""
+        ``outs`` (TensorInfos named with :meth:`fresh`, which its steps read) and
+        making ``views`` (pairs of a View and the TensorInfo it makes); the outs."""
         outs = tuple(dataclasses.replace(t, shape=tuple(dim(d) for d in t.shape))
                      for t in outs)
-        for info in outs:
+        for info in outs + tuple(info for _, info in views):
             self._tensors[info.name] = info
         op = Recurrence(tuple(t.name for t in outs), tuple(t.shape for t in outs),
-                        tuple(start), steps, tuple(body), node=self._node.name, label=label)
+                        tuple(start), steps, tuple(body), node=self._node.name, label=label,
+                        views=tuple(view for view, _ in views))
         for name in op.inputs:
             self._check_data(name)
         op = self._typed_literals(op)
         self._result_dtype(op)
-        for info in outs:
-            self._producer[info.name] = len(self._ops)
+        for name in core.written(op):
+            self._producer[name] = len(self._ops)
         self._ops.append(op)
         return outs
 
@@ -268,6 +276,62 @@ class LoweringContext:
         if stored is not None:  # the same shape: still channels-last
             self._channels_last[view.name] = stored
         return view
+
+    def lower_body(self, body, bindings: dict[str, TensorInfo]) -> list[TensorInfo]:
+        """Lower the nodes of the subgraph ``body`` (an If branch, a Scan or Loop body)
+        here, after the current node's ops: its inputs bound to the tensors
+        ``bindings`` (by input name), its initializers constants, the values of the
+        enclosing graphs visible (ONNX names are unique across a model's graphs). The
+        tensors of its outputs."""
+        saved = (self._node, self.n_outputs, self._node_start)
+        check_nodes(body.node, self.opset)
+        for name, info in bindings.items():
+            self._env[name] = info
+        for init in body.initializer:
+            value = numpy_helper.to_array(init)
+            core_name = self.fresh("const")
+            self._constants[core_name] = value
+            self._define(init.name, TensorInfo(core_name, tuple(value.shape), value.dtype.name))
+        try:
+            for index, node in enumerate(body.node):
+                self.lower_node(index, node)
+            return [self._input(value.name) for value in body.output]
+        finally:
+            self._node, self.n_outputs, self._node_start = saved
+
+    def placeholder(self, shape, dtype: str, label: str) -> TensorInfo:
+        """A new tensor no op writes: a body input that a Scan or Loop replaces by
+        reads of its own arrays when it lifts the body's ops into a Recurrence."""
+        info = TensorInfo(self.fresh(label), tuple(shape), dtype)
+        self._tensors[info.name] = info
+        return info
+
+    def take_ops(self, start: int) -> list[core.Op]:
+        """Remove and return the ops emitted since ``len(ops)`` was ``start``."""
+        taken = self._ops[start:]
+        del self._ops[start:]
+        for op in taken:
+            for name in core.written(op):
+                self._producer.pop(name, None)
+        return taken
+
+    def put_op(self, op: core.Op) -> None:
+        """Emit ``op`` (taken with :meth:`take_ops`, or a View a lifting builds) as it
+        is; its tensors must be described already."""
+        for name in core.written(op):
+            self._producer[name] = len(self._ops)
+        self._ops.append(op)
+
+    def describe(self, info: TensorInfo) -> None:
+        """Set (or change, for a lifted body tensor) a tensor's shape and dtype."""
+        self._tensors[info.name] = info
+
+    def tensor(self, name: str) -> TensorInfo:
+        return self._tensors[name]
+
+    def op_count(self) -> int:
+        """How many ops were emitted so far (see :meth:`take_ops`)."""
+        return len(self._ops)
 
     # -- the walk ---------------------------------------------------------------------
 
@@ -293,7 +357,9 @@ class LoweringContext:
             raise self.unsupported(f"only {len(results)} output(s) supported, "
                                    f"the node has {len(outputs)}")
         for onnx_name, tensor in zip(outputs, results):
-            if onnx_name:
+            if onnx_name and isinstance(tensor, np.ndarray):  # a Constant in a subgraph
+                self._define(onnx_name, self.constant(tensor, "const"))
+            elif onnx_name:
                 self._bind(onnx_name, tensor)
 
     def _shape_computation(self, node, inputs: list[TensorInfo | None]) -> bool:
@@ -543,7 +609,8 @@ def _renamed(op: core.Op, old: str, new: str) -> core.Op:
             s, out=new if s.out == old else s.out, expr=_renamed_expr(s.expr, old, new))
             for s in steps) for steps in (op.start, op.body))
         outs = tuple(new if name == old else name for name in op.outs)
-        return dataclasses.replace(op, outs=outs, start=start, body=body)
+        views = tuple(_renamed(view, old, new) for view in op.views)
+        return dataclasses.replace(op, outs=outs, start=start, body=body, views=views)
     return dataclasses.replace(op, out=out, init=_renamed_expr(op.init, old, new),
                                expr=_renamed_expr(op.expr, old, new))
 

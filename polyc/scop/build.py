@@ -33,7 +33,6 @@ from polyc.frontend.core import (
     View,
     expr_dtype,
     identity_index,
-    written,
 )
 from polyc.islutil import (
     box,
@@ -101,7 +100,7 @@ class _Builder:
         kinds.update({t.name: "output" for t in graph.outputs})
         for op in graph.ops:
             if not isinstance(op, View):
-                for out in written(op):
+                for out in op.outs if isinstance(op, Recurrence) else (op.out,):
                     kinds.setdefault(out, "temp")
         for tensor, kind in kinds.items():
             info = graph.tensors[tensor]
@@ -162,6 +161,8 @@ class _Builder:
     def _add_recurrence(self, position: int, op: Recurrence) -> None:
         """The start steps in order, then the body steps under one loop over ``t`` (each
         in the order of its other dims)."""
+        for view in op.views:
+            self._add_view(view)
         for step in op.start:
             self._add_step(position, op, step, recurrent=False)
         body = [self._add_step(position, op, step, recurrent=True) for step in op.body]

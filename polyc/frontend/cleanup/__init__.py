@@ -5,7 +5,8 @@ that records what it did in ``OnnxGraph.notes``; one module per family of passes
 
 - ``dead``: nodes no output depends on, constants nothing reads;
 - ``constants``: Constant nodes, Shape/Size of static shapes, all-constant nodes
-  (evaluated by ``onnx.reference``), to a fixed point;
+  (evaluated by ``onnx.reference``), If nodes of constant conditions (the branch they
+  take, inlined), to a fixed point;
 - ``identities``: Identity and inference Dropout;
 - ``batchnorm``: BatchNormalization folded into the Conv or Gemm before it;
 - ``layout``: Flatten/Squeeze/Unsqueeze as Reshape, Reshape and Transpose chains.

@@ -66,6 +66,8 @@ def fold_shapes_and_constants(graph: OnnxGraph) -> OnnxGraph:
     while True:
         graph, shape_count = _fold_shape_ops(graph)
         graph, count, round_failures = _fold_constants(graph)
+        graph, branches = _inline_constant_ifs(graph)
+        count += branches
         failures += [f for f in round_failures if f not in failures]
         if not shape_count + count:
             break
@@ -77,6 +79,30 @@ def fold_shapes_and_constants(graph: OnnxGraph) -> OnnxGraph:
     graph = with_notes(graph, shapes, SHAPE_NOTE + in_rounds)
     graph = _with_failures(graph, failures)
     return with_notes(graph, folded, CONSTANT_NOTE + in_rounds)
+
+
+def _inline_constant_ifs(graph: OnnxGraph) -> tuple[OnnxGraph, int]:
+    """Each If whose condition is a constant replaced by the nodes of the branch it
+    takes (its initializers constants, its outputs passed on by Identity nodes), so that
+    the branch's shape computations fold with the rest of the graph."""
+    editor = GraphEditor(graph)
+    count = 0
+    for node in editor.walk():
+        cond = editor.constant(node.input[0]) if is_op(node, "If") else None
+        if cond is None or cond.size != 1:
+            editor.emit(node)
+            continue
+        name = "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"
+        branch = next(a.g for a in node.attribute if a.name == name)
+        for init in branch.initializer:
+            editor.constants[init.name] = onnx.numpy_helper.to_array(init)
+        for inner in branch.node:
+            editor.emit(inner)
+        for value, out in zip(branch.output, node.output):
+            if out:
+                editor.emit(onnx.helper.make_node("Identity", [value.name], [out]))
+        count += 1
+    return editor.finish(), count
 
 
 def fold_shape_ops(graph: OnnxGraph) -> OnnxGraph:
