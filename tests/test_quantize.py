@@ -114,3 +114,48 @@ def test_qlinear_matmul_requantizes(dtype):
                        [("a", (6, 16), INTS[dtype]), ("b", (16, 5), INTS[dtype])],
                        [("y", (6, 5), INTS[dtype])], initializers=scalars)
     check(model, {"a": a, "b": b})
+
+
+@pytest.mark.parametrize("attrs", [{}, {"pads": [1, 1, 1, 1]},
+                                   {"strides": [2, 1], "pads": [0, 1, 2, 1], "dilations": [1, 2]},
+                                   {"group": 2, "pads": [1, 0, 1, 0]}])
+@pytest.mark.parametrize("zero_at_run_time", [False, True])
+def test_conv_integer(attrs, zero_at_run_time):
+    """ConvInteger: int32 sums of (x - x_zero_point) * (w - w_zero_point); the padding
+    adds nothing whether x's zero point is a constant or an input."""
+    rng = np.random.default_rng(len(attrs))
+    group = attrs.get("group", 1)
+    x = rng.integers(0, 256, (2, 4, 7, 6)).astype(np.uint8)
+    w = rng.integers(0, 256, (6, 4 // group, 3, 3)).astype(np.uint8)
+    zero = np.array(rng.integers(100, 150), np.uint8)
+    inputs = [("x", x.shape, T.UINT8)] + ([("xz", (), T.UINT8)] if zero_at_run_time else [])
+    inits = [("w", w), ("wz", np.array(128, np.uint8))] + \
+        ([] if zero_at_run_time else [("xz", zero)])
+    model = make_model([node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], **attrs)],
+                       inputs, [("y", None, T.INT32)], initializers=inits, opset=10)
+    check(model, {"x": x, **({"xz": zero} if zero_at_run_time else {})})
+
+
+@pytest.mark.parametrize("out_type", ["uint8", "int8"])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_qlinear_conv(out_type, per_channel):
+    """QLinearConv (x and y of one type, as onnxruntime implements it): the int32 sum
+    plus bias, requantized with x_scale * w_scale / y_scale (w_scale one value or one
+    per output channel), bit for bit."""
+    rng = np.random.default_rng(7 + per_channel)
+    low, high = (0, 256) if out_type == "uint8" else (-128, 128)
+    x = rng.integers(low, high, (1, 3, 8, 8)).astype(out_type)
+    w = rng.integers(-100, 100, (4, 3, 3, 3)).astype(np.int8)
+    w_scale = (rng.uniform(0.002, 0.01, 4) if per_channel else np.array(0.004)).astype(
+        np.float32)
+    w_zero = np.zeros(4 if per_channel else (), np.int8)
+    y_zero = np.array(10 if out_type == "uint8" else -5, out_type)
+    inits = [("xs", np.array(0.02, np.float32)), ("xz", np.array(low + 120, out_type)),
+             ("w", w),
+             ("ws", w_scale), ("wz", w_zero), ("ys", np.array(0.05, np.float32)),
+             ("yz", y_zero), ("b", rng.integers(-500, 500, 4).astype(np.int32))]
+    model = make_model([node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                             ["y"], pads=[1, 1, 1, 1])],
+                       [("x", x.shape, INTS[out_type])], [("y", None, INTS[out_type])],
+                       initializers=inits, opset=10)
+    check(model, {"x": x})

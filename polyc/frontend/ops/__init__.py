@@ -22,6 +22,7 @@ from polyc.frontend.ops import (  # noqa: F401
     norm_transformer,
     pool,
     quantize,
+    quantized_conv,
     recurrent,
     reduce,
     resize,

@@ -125,9 +125,16 @@ def QLinearMatMul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_sca
                                   "polyc takes per-tensor scales")
     acc = _integer_product(ctx, a, b, a_zero_point, b_zero_point)
     scales = [Call("cast_float32", (first_element(s),)) for s in (a_scale, b_scale, y_scale)]
-    multiplier = Call("div", (Call("mul", tuple(scales[:2])), scales[2]))
+    return requantized(ctx, acc, Call("div", (Call("mul", tuple(scales[:2])), scales[2])),
+                       y_zero_point)
+
+
+def requantized(ctx, acc, factor, y_zero_point):
+    """``clamp(round(acc * factor) + y_zero_point)`` in the zero point's type: an int32
+    sum brought to the output's scale (``factor`` a float32 expression over acc's loop
+    variables), rounding half to even."""
     single = Call("cast_float32", (Read(acc.name, identity_index(len(acc.shape))),))
-    value = Call("round", (Call("mul", (single, multiplier)),))
+    value = Call("round", (Call("mul", (single, factor)),))
     value = Call("add", (value, Call("cast_float32", (first_element(y_zero_point),))))
     return ctx.map(acc.shape, _saturated(value, y_zero_point.dtype), label="requantize")
 

@@ -1,0 +1,112 @@
+"""ConvInteger and QLinearConv: convolutions of 8-bit integers summed in int32.
+
+One Reduce over ``(n, g, m, o.., c, k..)`` (``g`` the group, ``m`` its output channels,
+``c`` its input channels, ``o`` the output pixels, ``k`` the kernel offsets) of
+``(x - x_zero_point) * (w - w_zero_point)`` in int32, seen as ``[N, M, o..]``; the
+padding reads x's zero point (a constant), or is multiplied by 0 (a read of ones
+outside which reads 0, when the zero point comes at run time), so it adds nothing.
+QLinearConv adds its int32 bias and requantizes as QLinearMatMul does:
+``clamp(round(acc * x_scale * w_scale / y_scale) + y_zero_point)`` (``w_scale`` and
+``w_zero_point`` one value or one per output channel).
+These run as plain loops (no int8 register recipe).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from polyc.frontend.core import Call, Const, Ix, Read, identity_index
+from polyc.frontend.ops.indexing import first_element
+from polyc.frontend.ops.quantize import requantized
+from polyc.frontend.ops.registry import onnx_op
+from polyc.frontend.ops.window import window
+
+
+@onnx_op("ConvInteger", 10)
+def ConvInteger(ctx, x, w, x_zero_point=None, w_zero_point=None, *, auto_pad="NOTSET",
+                dilations=None, group=1, kernel_shape=None, pads=None, strides=None):
+    """ConvInteger: Y[n, m, o..] = sum (x - x_zero_point) * (w - w_zero_point), int32."""
+    return _integer_conv(ctx, x, w, x_zero_point, w_zero_point, None, group, kernel_shape,
+                         auto_pad=auto_pad, dilations=dilations, pads=pads, strides=strides)
+
+
+@onnx_op("QLinearConv", 10)
+def QLinearConv(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+                y_zero_point, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
+                kernel_shape=None, pads=None, strides=None):
+    """QLinearConv: ConvInteger's sum plus the int32 bias ``B``, requantized to
+    ``y_zero_point``'s type (module docstring)."""
+    acc = _integer_conv(ctx, x, w, x_zero_point, w_zero_point, B, group, kernel_shape,
+                        auto_pad=auto_pad, dilations=dilations, pads=pads, strides=strides)
+    channels = w.shape[0]
+    for scale, role in ((x_scale, "x_scale"), (w_scale, "w_scale"), (y_scale, "y_scale")):
+        size = int(np.prod(scale.shape))
+        if size != 1 and (role != "w_scale" or tuple(scale.shape) != (channels,)):
+            raise ctx.unsupported(f"{role} of shape {list(scale.shape)}: one value (or one "
+                                  "per output channel for w_scale)")
+    w_factor = first_element(w_scale) if int(np.prod(w_scale.shape)) == 1 else \
+        Read(w_scale.name, (Ix.var(1),))
+    factor = Call("div", (Call("mul", (Call("cast_float32", (first_element(x_scale),)),
+                                        Call("cast_float32", (w_factor,)))),
+                          Call("cast_float32", (first_element(y_scale),))))
+    return requantized(ctx, acc, factor, y_zero_point)
+
+
+def _integer_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group: int, kernel_shape,
+                  **attributes):
+    if len(x.shape) < 3 or len(w.shape) != len(x.shape):
+        raise ctx.shape_error(f"x {list(x.shape)} and w {list(w.shape)} must be (N, C, ..) "
+                              "and (M, C/group, ..) of one rank")
+    n, channels = x.shape[:2]
+    out_channels, per_group = w.shape[:2]
+    rank = len(x.shape) - 2
+    kernel = tuple(kernel_shape) if kernel_shape is not None else tuple(w.shape[2:])
+    if group < 1 or channels != per_group * group or out_channels % group or \
+            tuple(w.shape[2:]) != kernel:
+        raise ctx.shape_error(f"x {list(x.shape)} and w {list(w.shape)} do not fit "
+                              f"group={group}, kernel_shape {list(kernel)}")
+    win = window(ctx, x.shape[2:], kernel, **attributes)
+    out_per_group = out_channels // group
+    # loops: n, g, m, o.. (rank), c, k.. (rank)
+    c = Ix.var(3 + rank)
+    channel = Ix(((1, per_group), (3 + rank, 1)))
+    out_channel = Ix(((1, out_per_group), (2, 1)))
+    if x_zero_point is not None and int(np.prod(x_zero_point.shape)) != 1:
+        raise ctx.unsupported(f"x_zero_point of shape {list(x_zero_point.shape)}: one value")
+    value = ctx.constant_value(x_zero_point)
+    spatial = win.index(3, 4 + rank)
+    if x_zero_point is None or value is not None:  # the padding reads the zero point
+        fill = 0 if value is None else int(value.reshape(-1)[0])
+        read_x = Read(x.name, (Ix.var(0), channel) + spatial, "fill", fill)
+        shifted_x = _minus(ctx, read_x, x_zero_point)
+    else:  # a zero point known at run time: x - zero_point times 1 inside, 0 outside
+        inside = ctx.constant(np.ones(x.shape[2:], np.int32), "inside")
+        read_x = Read(x.name, (Ix.var(0), channel) + spatial, "fill", 0)
+        shifted_x = Call("mul", (_minus(ctx, read_x, x_zero_point),
+                                 Read(inside.name, spatial, "fill", 0)))
+    read_w = Read(w.name, (out_channel, c) + tuple(Ix.var(4 + rank + d) for d in range(rank)))
+    shifted_w = _minus(ctx, read_w, w_zero_point, out_channel, out_channels)
+    out_shape = (n, group, out_per_group) + win.out
+    init = Const(0, "int32") if bias is None else \
+        Call("cast_int32", (Read(bias.name, (out_channel,)),))
+    acc = ctx.reduce(out_shape=out_shape, init=init,
+                     extents=out_shape + (per_group,) + kernel,
+                     out_index=identity_index(len(out_shape)), combiner="add",
+                     expr=Call("mul", (shifted_x, shifted_w)), label="conv_integer")
+    return ctx.view(acc, (n, out_channels) + win.out, label="conv_integer_channels")
+
+
+def _minus(ctx, read, zero_point, channel_index=None, channels: int = 0):
+    """``read - zero_point`` in int32 (the zero point one value, or one per output
+    channel at ``channel_index``)."""
+    value = Call("cast_int32", (read,))
+    if zero_point is None:
+        return value
+    if int(np.prod(zero_point.shape)) == 1:
+        zero = first_element(zero_point)
+    elif channel_index is not None and tuple(zero_point.shape) == (channels,):
+        zero = Read(zero_point.name, (channel_index,))
+    else:
+        raise ctx.unsupported(f"zero point of shape {list(zero_point.shape)}: one value, or "
+                              "one per output channel for w")
+    return Call("sub", (value, Call("cast_int32", (zero,))))
