@@ -220,3 +220,15 @@ def test_a_dynamic_sequence_length_asks_for_a_dim():
     model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "seq"
     with pytest.raises(PolycError, match="seq"):
         polyc.compile(model)
+
+
+@pytest.mark.parametrize("op", sorted(GATES))
+def test_the_versions_before_7_give_the_same_outputs(op):
+    """LSTM-1, GRU-1 and RNN-1 (opset 6; onnxruntime has no kernel for them) against
+    onnxruntime on the same node at opset 13."""
+    model, feeds = recurrent_model(op, initial=True, direction="bidirectional", seed=6)
+    want = run_onnxruntime(model, feeds)
+    model.opset_import[0].version = 6
+    got = run_polyc(model, feeds)
+    for name, expected in want.items():
+        np.testing.assert_allclose(got[name], expected, rtol=2e-5, atol=2e-5, err_msg=name)

@@ -21,7 +21,9 @@ state slot ``T - T*d``: affine in ``(t, d)``, one Map per output.
 ``sequence_lens`` masks (it may be computed at run time): at a time past the end of
 batch entry ``b``'s sequence the state is kept and Y is 0, so the last state of the
 forward pass is the one at the sequence's end and the reverse pass starts there from
-the initial state (onnxruntime's outputs). ``clip`` bounds every gate's input to
+the initial state (onnxruntime's outputs). The versions before 7 (LSTM-1, GRU-1 and
+-3, RNN-1) differ only by ``output_sequence``, which says whether Y is wanted; it is
+computed when the node names it. ``clip`` bounds every gate's input to
 ``[-clip, clip]`` before its activation (not the cell state an LSTM's ``h`` reads:
 onnxruntime's results).
 """
@@ -296,10 +298,10 @@ def _recurrent_op(ctx, kind: str, gates: int, defaults: tuple[str, ...], args: d
                                                               args["sequence_lens"])
 
 
-@onnx_op("RNN", 7, 14, 22)
+@onnx_op("RNN", 1, 7, 14, 22)
 def RNN(ctx, X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=(),
         activation_beta=(), activations=(), clip=None, direction="forward", hidden_size=None,
-        layout=0):
+        layout=0, output_sequence=0):
     """RNN: H_t = f(X_t W^T + H_(t-1) R^T + Wb + Rb) (module docstring)."""
     layer, B, cell = _recurrent_op(ctx, "RNN", 1, ("tanh",), locals())
     xw = _projection(ctx, layer, X, W, B, recurrent_bias=True)
@@ -315,10 +317,10 @@ def RNN(ctx, X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_
     return cell.outputs(sequence_lens, h)
 
 
-@onnx_op("GRU", 7, 14, 22)
+@onnx_op("GRU", 1, 3, 7, 14, 22)
 def GRU(ctx, X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=(),
         activation_beta=(), activations=(), clip=None, direction="forward", hidden_size=None,
-        layout=0, linear_before_reset=0):
+        layout=0, linear_before_reset=0, output_sequence=0):
     """GRU (gates z, r, h): z = f(..), r = f(..), h' = g(X Wh + (r * H) Rh + Rbh + Wbh)
     or with ``linear_before_reset`` g(X Wh + r * (H Rh + Rbh) + Wbh);
     H_t = (1 - z) * h' + z * H_(t-1)."""
@@ -365,10 +367,10 @@ def GRU(ctx, X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_
     return cell.outputs(sequence_lens, h)
 
 
-@onnx_op("LSTM", 7, 14, 22)
+@onnx_op("LSTM", 1, 7, 14, 22)
 def LSTM(ctx, X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *,
          activation_alpha=(), activation_beta=(), activations=(), clip=None,
-         direction="forward", hidden_size=None, layout=0, input_forget=0):
+         direction="forward", hidden_size=None, layout=0, input_forget=0, output_sequence=0):
     """LSTM (gates i, o, f, c; peepholes P for i, o, f): i = f(.. + Pi*C_(t-1)),
     f = f(.. + Pf*C_(t-1)) (or 1 - i with ``input_forget``), c = g(..),
     C_t = f*C_(t-1) + i*c, o = f(.. + Po*C_t), H_t = o*h(C_t)."""
