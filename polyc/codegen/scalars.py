@@ -4,7 +4,8 @@ A value of dtype ``float32`` is ``float``, ``float64`` is ``double``, the intege
 ``i64`` to ``i8`` (signless: the unsigned types' functions compare and divide unsigned)
 and ``bool`` is ``i1`` in registers but one byte (``i8``, 0 or 1: numpy's bool_) in
 memory; ``float16`` is ``half`` and ``bfloat16`` its 16 bits (``i16``) in memory, both
-``float`` in registers (rounded to nearest-even when stored or cast to them). Vector
+``float`` in registers (rounded to nearest-even when stored or cast to them); the 4- and
+2-bit integers are ``i4``/``i2`` in registers and a byte holding their bits in memory. Vector
 statements use ``<16 x T>`` of the same element types. Float functions are
 :data:`polyc.codegen.exprs.FLOAT_FUNCTIONS` (and ``FLOAT64_FUNCTIONS``); integers wrap
 around (two's complement: ``add``/``sub``/``mul`` carry no ``nsw``, so overflow is
@@ -19,19 +20,20 @@ from __future__ import annotations
 from llvmlite import ir
 
 from polyc.codegen.exprs import F32, F64, FLOAT64_FUNCTIONS, FLOAT_FUNCTIONS, I1, I64, fconst
-from polyc.frontend.core import CAST_VIA, FLOATS, UNSIGNED
+from polyc.frontend.core import CAST_VIA, FLOATS, SUB_BYTE, UNSIGNED
 
 I32 = ir.IntType(32)
 I16 = ir.IntType(16)
 I8 = ir.IntType(8)
 F16 = ir.HalfType()
 
-BITS = {"int64": 64, "int32": 32, "int16": 16, "int8": 8,
-        "uint64": 64, "uint32": 32, "uint16": 16, "uint8": 8}
-_INTS = {64: I64, 32: I32, 16: I16, 8: I8}
+BITS = {"int64": 64, "int32": 32, "int16": 16, "int8": 8, "int4": 4, "int2": 2,
+        "uint64": 64, "uint32": 32, "uint16": 16, "uint8": 8, "uint4": 4, "uint2": 2}
+_INTS = {64: I64, 32: I32, 16: I16, 8: I8, 4: ir.IntType(4), 2: ir.IntType(2)}
 REGISTER = {"float32": F32, "float64": F64, "float16": F32, "bfloat16": F32, "bool": I1,
             **{dtype: _INTS[bits] for dtype, bits in BITS.items()}}
-MEMORY = {**REGISTER, "float16": F16, "bfloat16": I16, "bool": I8}
+MEMORY = {**REGISTER, "float16": F16, "bfloat16": I16, "bool": I8,
+          **{dtype: I8 for dtype in SUB_BYTE}}
 _BYTES = {F32: 4, F64: 8, F16: 2}
 
 
@@ -299,6 +301,8 @@ def from_memory(b: ir.IRBuilder, value, dtype: str) -> ir.Value:
         return b.fpext(value, shaped(F32, value.type))
     if dtype == "bfloat16" and shaped(I16, value.type) == value.type:
         return _from_bfloat16(b, value)
+    if dtype in SUB_BYTE and shaped(I8, value.type) == value.type:  # its low bits
+        return b.trunc(value, shaped(REGISTER[dtype], value.type))
     if dtype != "bool":
         return value
     return b.icmp_unsigned("!=", value, ir.Constant(value.type, None))
@@ -311,6 +315,8 @@ def to_memory(b: ir.IRBuilder, value, dtype: str, element: ir.Type) -> ir.Value:
         return b.fptrunc(value, shaped(F16, value.type))
     if dtype == "bfloat16" and element == I16:
         return _to_bfloat16(b, value)
+    if dtype in SUB_BYTE and element == I8:  # the low bits, the others 0 (ml_dtypes)
+        return b.zext(value, shaped(I8, value.type))
     return b.zext(value, shaped(I8, value.type)) if dtype == "bool" else value
 
 

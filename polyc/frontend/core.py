@@ -29,11 +29,14 @@ import numpy as np
 # The element types of tensors and expression values. bool is one byte in memory
 # (numpy bool_); integer arithmetic wraps around on overflow (two's complement), unsigned
 # types compare, divide and convert as unsigned. float16 and bfloat16 are storage types:
-# their values are float32 in registers, rounded to nearest-even when stored.
+# their values are float32 in registers, rounded to nearest-even when stored. The 4- and
+# 2-bit integers take one byte per element in memory (ml_dtypes' arrays: the low bits)
+# and wrap around at their width.
 NARROW_FLOATS = ("float16", "bfloat16")
 FLOATS = ("float32", "float64", *NARROW_FLOATS)
-SIGNED = ("int64", "int32", "int16", "int8")
-UNSIGNED = ("uint64", "uint32", "uint16", "uint8")
+SUB_BYTE = ("int4", "int2", "uint4", "uint2")
+SIGNED = ("int64", "int32", "int16", "int8", "int4", "int2")
+UNSIGNED = ("uint64", "uint32", "uint16", "uint8", "uint4", "uint2")
 INTEGER = SIGNED + UNSIGNED
 NUMERIC = FLOATS + INTEGER
 DTYPES = (*NUMERIC, "bool")
@@ -77,7 +80,8 @@ CASTS = MappingProxyType({f"cast_{dtype}": dtype for dtype in DTYPES})
 # float -> integer: the signed conversion each target goes through (see above)
 CAST_VIA = MappingProxyType({"int8": "int32", "int16": "int32", "uint8": "int32",
                              "uint16": "int32", "uint32": "int32", "uint64": "int64",
-                             "int32": "int32", "int64": "int64"})
+                             "int32": "int32", "int64": "int64",
+                             **{dtype: "int32" for dtype in SUB_BYTE}})
 
 TRIGONOMETRIC = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh")
 INVERSE_HYPERBOLIC = ("asinh", "acosh", "atanh")  # libm's, no LLVM intrinsic
@@ -128,8 +132,13 @@ def value_range(dtype: str) -> tuple[float, float] | tuple[int, int]:
     if dtype in FLOATS:
         info = ml_dtypes.finfo(dtype) if dtype == "bfloat16" else np.finfo(dtype)
         return float(info.min), float(info.max)
-    info = np.iinfo(dtype)
+    info = _iinfo(dtype)
     return int(info.min), int(info.max)
+
+
+def _iinfo(dtype: str):
+    """numpy's iinfo, or ml_dtypes' for the 4- and 2-bit integers."""
+    return ml_dtypes.iinfo(dtype) if dtype in SUB_BYTE else np.iinfo(dtype)
 
 
 def identity(combiner: str, dtype: str = "float32") -> Const:
@@ -139,7 +148,7 @@ def identity(combiner: str, dtype: str = "float32") -> Const:
         return Const(COMBINERS[combiner], dtype)
     if dtype == "bool":
         return Const(combiner in ("mul", "min"), "bool")
-    info = np.iinfo(dtype)
+    info = _iinfo(dtype)
     value = {"add": 0, "mul": 1, "max": int(info.min), "min": int(info.max)}[combiner]
     return Const(value, dtype)
 

@@ -8,7 +8,7 @@ tensor), a 1-D tensor along ``axis`` (per axis), or, with ``block_size``, a tens
 holding one value per block of ``block_size`` elements along ``axis``: such a constant
 is repeated along the axis when compiling (the index of a block, ``i // block_size``,
 is no affine index); a blocked scale computed at run time is refused. Integer types of
-8 and 16 bits; the float8 and 4-bit types are refused as dtypes.
+2, 4, 8 and 16 bits; the float8 types are refused as dtypes.
 
 MatMulInteger is MatMul's Reduce over the int32 differences with the zero points;
 QLinearMatMul requantizes that sum with the one float32 factor a_scale * b_scale /
@@ -52,9 +52,9 @@ def QuantizeLinear(ctx, x, y_scale, y_zero_point=None, *, axis=1, block_size=0,
         raise ctx.unsupported(f"precision={precision}: polyc divides in float32")
     target = dtype_name(output_dtype) if output_dtype else \
         y_zero_point.dtype if y_zero_point is not None else "uint8"
-    if target not in INTEGER or np.iinfo(target).bits > 16:
-        raise ctx.dtype_error(f"quantizes to {target}; polyc quantizes to 8- and 16-bit "
-                              "integers")
+    if target not in INTEGER or value_range(target)[1] >= 2**16:
+        raise ctx.dtype_error(f"quantizes to {target}; polyc quantizes to 2-, 4-, 8- and "
+                              "16-bit integers")
     scale = Call("cast_float32", (_parameter(ctx, y_scale, x, axis, block_size, "y_scale"),))
     single = Call("cast_float32", (Read(x.name, identity_index(len(x.shape))),))
     value = Call("round", (Call("div", (single, scale)),))
