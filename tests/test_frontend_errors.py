@@ -68,15 +68,15 @@ def test_string_constant_is_unsupported():
 
 def test_unsupported_graph_input_dtype():
     model = make_model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)],
-                       [("x", (3,), TensorProto.FLOAT8E5M2)], [("y", (3,))], opset=19)
-    with pytest.raises(UnsupportedDtypeError, match="graph input 'x' has dtype float8e5m2"):
+                       [("x", (3,), TensorProto.FLOAT8E8M0)], [("y", (3,))], opset=24)
+    with pytest.raises(UnsupportedDtypeError, match="graph input 'x' has dtype float8_e8m0"):
         import_model(model)
 
 
 def test_unsupported_graph_output_dtype():
-    model = make_model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E5M2)],
-                       [("x", (3,))], [("y", (3,), TensorProto.FLOAT8E5M2)], opset=19)
-    with pytest.raises(UnsupportedDtypeError, match="graph output 'y' has dtype float8e5m2"):
+    model = make_model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT4E2M1)],
+                       [("x", (3,))], [("y", (3,), TensorProto.FLOAT4E2M1)], opset=23)
+    with pytest.raises(UnsupportedDtypeError, match="graph output 'y' has dtype float4e2m1"):
         import_model(model)
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from polyc.codegen.exprs import F32, F64, FLOAT64_FUNCTIONS, FLOAT_FUNCTIONS, I1, I64, fconst
-from polyc.frontend.core import CAST_VIA, FLOATS, SUB_BYTE, UNSIGNED
+from polyc.codegen.vecmath import intrinsic
+from polyc.frontend.core import CAST_VIA, FLOAT8, FLOATS, SUB_BYTE, UNSIGNED
 
 I32 = ir.IntType(32)
 I16 = ir.IntType(16)
@@ -31,9 +32,10 @@ BITS = {"int64": 64, "int32": 32, "int16": 16, "int8": 8, "int4": 4, "int2": 2,
         "uint64": 64, "uint32": 32, "uint16": 16, "uint8": 8, "uint4": 4, "uint2": 2}
 _INTS = {64: I64, 32: I32, 16: I16, 8: I8, 4: ir.IntType(4), 2: ir.IntType(2)}
 REGISTER = {"float32": F32, "float64": F64, "float16": F32, "bfloat16": F32, "bool": I1,
+            **{dtype: F32 for dtype in FLOAT8},
             **{dtype: _INTS[bits] for dtype, bits in BITS.items()}}
 MEMORY = {**REGISTER, "float16": F16, "bfloat16": I16, "bool": I8,
-          **{dtype: I8 for dtype in SUB_BYTE}}
+          **{dtype: I8 for dtype in (*SUB_BYTE, *FLOAT8)}}
 _BYTES = {F32: 4, F64: 8, F16: 2}
 
 
@@ -199,6 +201,7 @@ BOOL_FUNCTIONS = {
 }
 
 FUNCTIONS = {"float32": FLOAT_FUNCTIONS, "float16": FLOAT_FUNCTIONS, "bfloat16": FLOAT_FUNCTIONS,
+             **{dtype: FLOAT_FUNCTIONS for dtype in FLOAT8},
              "float64": FLOAT64_FUNCTIONS, "bool": BOOL_FUNCTIONS,
              **{dtype: UINT_FUNCTIONS if dtype in UNSIGNED else INT_FUNCTIONS
                 for dtype in BITS}}
@@ -223,8 +226,10 @@ def round_half(b: ir.IRBuilder, x) -> ir.Value:
 def cast(b: ir.IRBuilder, x, source: str, target: str) -> ir.Value:
     """``x`` of dtype ``source`` converted to ``target`` (``core.CASTS``)."""
     to = shaped(REGISTER[target], x.type)
-    if target in ("float16", "bfloat16") and source in FLOATS:  # rounded now, float32
-        single = cast(b, x, source, "float32")  # in registers
+    if target in ("float16", "bfloat16", *FLOAT8) and source in FLOATS:  # rounded now,
+        single = cast(b, x, source, "float32")  # float32 in registers
+        if target in FLOAT8:
+            return _from_float8(b, _to_float8(b, single, target), target)
         return round_half(b, single) if target == "float16" else \
             _from_bfloat16(b, _to_bfloat16(b, single))
     if source == target:
@@ -294,6 +299,78 @@ def _from_bfloat16(b: ir.IRBuilder, bits) -> ir.Value:
                      shaped(F32, bits.type))
 
 
+def _i32(like, value: int) -> ir.Constant:
+    return constant(shaped(I32, like.type), "int32", value)
+
+
+def _to_float8(b: ir.IRBuilder, x, dtype: str) -> ir.Value:
+    """The float32 ``x`` as the byte of the float8 ``dtype`` (``core.FLOAT8``) nearest to
+    it, ties to even (ml_dtypes' conversion): past the largest value NaN ("fn",
+    "fnuz") or infinity ("ieee"); NaN stays NaN; "fnuz" has no negative zero."""
+    exponent_bits, mantissa, bias, kind = FLOAT8[dtype]
+    words = shaped(I32, x.type)
+    bits = b.bitcast(x, words)
+    sign = b.lshr(bits, _i32(bits, 31))
+    magnitude = b.and_(bits, _i32(bits, 0x7FFFFFFF))
+    shift = 23 - mantissa
+    odd = b.and_(b.lshr(magnitude, _i32(bits, shift)), _i32(bits, 1))
+    rounded = b.lshr(b.add(b.add(magnitude, _i32(bits, (1 << (shift - 1)) - 1)), odd),
+                     _i32(bits, shift))
+    normal = b.sub(rounded, _i32(bits, (127 - bias) << mantissa))
+    scaled = b.fmul(b.bitcast(magnitude, x.type), fconst(x.type, 2.0 ** (bias - 1 + mantissa)))
+    nearest = b.call(intrinsic(b.module, "llvm.roundeven", scaled.type, 1), [scaled])
+    tiny = b.fptosi(nearest, words)  # a subnormal's code
+    small = b.icmp_unsigned("<", magnitude, _i32(bits, (128 - bias) << 23))
+    code = b.select(small, tiny, normal)
+    top = (1 << (exponent_bits + mantissa)) - 1  # every bit of the magnitude
+    largest = {"fn": top - 1, "fnuz": top, "ieee": top - (1 << mantissa)}[kind]
+    over = b.icmp_signed(">", code, _i32(bits, largest))
+    nan = b.icmp_unsigned(">", magnitude, _i32(bits, 0x7F800000))
+    signed = b.or_(code, b.shl(sign, _i32(bits, 7)))
+    if kind == "fnuz":  # one NaN (0x80), and zero has no sign
+        signed = b.select(b.icmp_unsigned("==", code, _i32(bits, 0)), code, signed)
+        result = b.select(b.or_(over, nan), _i32(bits, 0x80), signed)
+    elif kind == "fn":
+        result = b.select(b.or_(over, nan), b.or_(_i32(bits, top), b.shl(sign, _i32(bits, 7))),
+                          signed)
+    else:
+        infinity = b.or_(_i32(bits, largest + 1), b.shl(sign, _i32(bits, 7)))
+        quiet = b.or_(_i32(bits, top - 1), b.shl(sign, _i32(bits, 7)))
+        result = b.select(nan, quiet, b.select(over, infinity, signed))
+    return b.trunc(result, shaped(I8, x.type))
+
+
+def _from_float8(b: ir.IRBuilder, byte, dtype: str) -> ir.Value:
+    """The float32 of a float8 ``dtype``'s byte."""
+    exponent_bits, mantissa, bias, kind = FLOAT8[dtype]
+    words = shaped(I32, byte.type)
+    floats = shaped(F32, byte.type)
+    value = b.zext(byte, words)
+    sign = b.lshr(value, _i32(value, 7))
+    magnitude = b.and_(value, _i32(value, 0x7F))
+    exponent = b.lshr(magnitude, _i32(value, mantissa))
+    fraction = b.and_(magnitude, _i32(value, (1 << mantissa) - 1))
+    normal = b.or_(b.shl(b.add(exponent, _i32(value, 127 - bias)), _i32(value, 23)),
+                   b.shl(fraction, _i32(value, 23 - mantissa)))
+    tiny = b.fmul(b.uitofp(fraction, floats), fconst(floats, 2.0 ** (1 - bias - mantissa)))
+    result = b.select(b.icmp_unsigned("==", exponent, _i32(value, 0)), tiny,
+                      b.bitcast(normal, floats))
+    nan = fconst(floats, float("nan"))
+    top = (1 << (exponent_bits + mantissa)) - 1
+    if kind == "fn":
+        result = b.select(b.icmp_unsigned("==", magnitude, _i32(value, top)), nan, result)
+    elif kind == "ieee":
+        infinity = top - (1 << mantissa) + 1
+        result = b.select(b.icmp_unsigned("==", magnitude, _i32(value, infinity)),
+                          fconst(floats, float("inf")), result)
+        result = b.select(b.icmp_unsigned(">", magnitude, _i32(value, infinity)), nan, result)
+    negative = b.fneg(result)
+    result = b.select(b.icmp_unsigned("==", sign, _i32(value, 1)), negative, result)
+    if kind == "fnuz":
+        result = b.select(b.icmp_unsigned("==", value, _i32(value, 0x80)), nan, result)
+    return result
+
+
 def from_memory(b: ir.IRBuilder, value, dtype: str) -> ir.Value:
     """A loaded value in its register type (a bool byte becomes ``byte != 0``, a half
     or a bfloat16 a float32)."""
@@ -303,6 +380,8 @@ def from_memory(b: ir.IRBuilder, value, dtype: str) -> ir.Value:
         return _from_bfloat16(b, value)
     if dtype in SUB_BYTE and shaped(I8, value.type) == value.type:  # its low bits
         return b.trunc(value, shaped(REGISTER[dtype], value.type))
+    if dtype in FLOAT8 and shaped(I8, value.type) == value.type:
+        return _from_float8(b, value, dtype)
     if dtype != "bool":
         return value
     return b.icmp_unsigned("!=", value, ir.Constant(value.type, None))
@@ -317,6 +396,8 @@ def to_memory(b: ir.IRBuilder, value, dtype: str, element: ir.Type) -> ir.Value:
         return _to_bfloat16(b, value)
     if dtype in SUB_BYTE and element == I8:  # the low bits, the others 0 (ml_dtypes)
         return b.zext(value, shaped(I8, value.type))
+    if dtype in FLOAT8 and element == I8:
+        return _to_float8(b, value, dtype)
     return b.zext(value, shaped(I8, value.type)) if dtype == "bool" else value
 
 

@@ -28,11 +28,19 @@ import numpy as np
 
 # The element types of tensors and expression values. bool is one byte in memory
 # (numpy bool_); integer arithmetic wraps around on overflow (two's complement), unsigned
-# types compare, divide and convert as unsigned. float16 and bfloat16 are storage types:
-# their values are float32 in registers, rounded to nearest-even when stored. The 4- and
+# types compare, divide and convert as unsigned. float16, bfloat16 and the float8 types
+# are storage types: their values are float32 in registers, rounded to nearest-even
+# when stored (a float8 past its largest value: NaN, or infinity for e5m2). The 4- and
 # 2-bit integers take one byte per element in memory (ml_dtypes' arrays: the low bits)
 # and wrap around at their width.
-NARROW_FLOATS = ("float16", "bfloat16")
+# the 8-bit floats (ml_dtypes' names): exponent bits, mantissa bits, bias, and how they
+# end: "fn" no infinity, one NaN per sign; "ieee" infinities and NaNs; "fnuz" one NaN
+# (the byte 0x80), no negative zero
+FLOAT8 = MappingProxyType({"float8_e4m3fn": (4, 3, 7, "fn"),
+                           "float8_e4m3fnuz": (4, 3, 8, "fnuz"),
+                           "float8_e5m2": (5, 2, 15, "ieee"),
+                           "float8_e5m2fnuz": (5, 2, 16, "fnuz")})
+NARROW_FLOATS = ("float16", "bfloat16", *FLOAT8)
 FLOATS = ("float32", "float64", *NARROW_FLOATS)
 SUB_BYTE = ("int4", "int2", "uint4", "uint2")
 SIGNED = ("int64", "int32", "int16", "int8", "int4", "int2")
@@ -130,7 +138,8 @@ def value_range(dtype: str) -> tuple[float, float] | tuple[int, int]:
     """The lowest and highest finite values of a numeric ``dtype`` (floats as float,
     integers as int; bfloat16's from ml_dtypes)."""
     if dtype in FLOATS:
-        info = ml_dtypes.finfo(dtype) if dtype == "bfloat16" else np.finfo(dtype)
+        info = np.finfo(dtype) if dtype in ("float32", "float64", "float16") else \
+            ml_dtypes.finfo(dtype)
         return float(info.min), float(info.max)
     info = _iinfo(dtype)
     return int(info.min), int(info.max)

@@ -70,6 +70,8 @@ def _cast(dtype: str):
         x = np.asarray(x)
         if dtype == "bool":
             return x != 0
+        if dtype in core.NARROW_FLOATS and x.dtype.kind == "f":  # rounded, held as float32
+            return x.astype(np.float32).astype(dtype).astype(np.float32)
         if x.dtype.kind == "f" and dtype in core.CAST_VIA:
             via = core.CAST_VIA[dtype]
             value = _truncated(x, via)

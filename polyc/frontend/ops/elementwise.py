@@ -21,6 +21,7 @@ from onnx import TensorProto
 
 from polyc.frontend.core import (
     DTYPES,
+    FLOAT8,
     FLOATS,
     Call,
     Const,
@@ -471,13 +472,29 @@ def IsInf(ctx, X, *, detect_negative=1, detect_positive=1):
 
 # -- casts among the dtypes of core.DTYPES ------------------------------------------------
 
-def cast(ctx, input, dtype: str):
+def cast(ctx, input, dtype: str, saturate=1):
     """``input`` converted to ``dtype`` (itself when it has that type already: a float16
     temporary holding float32s stays so, as onnxruntime drops such a Cast), see
-    :data:`polyc.frontend.core.CASTS`."""
+    :data:`polyc.frontend.core.CASTS`; to a float8 type clamped to its range first
+    unless ``saturate`` is 0 (:func:`float8_cast`)."""
     if input.dtype == dtype:
         return input
+    if dtype in FLOAT8:
+        single = (lambda x: x) if input.dtype == "float32" else \
+            (lambda x: call("cast_float32", x))
+        return elementwise(ctx, f"cast_{dtype}",
+                           lambda x: float8_cast(single(x), dtype, saturate), input)
     return elementwise(ctx, f"cast_{dtype}", lambda x: call(f"cast_{dtype}", x), input)
+
+
+def float8_cast(value, target: str, saturate) -> Call:
+    """The float ``value`` cast to the float8 ``target``; with ``saturate``, clamped
+    to its largest value first (infinities too; NaN stays NaN), as ONNX's Cast and
+    QuantizeLinear do by default; else past it NaN (infinity for e5m2)."""
+    if saturate:
+        low, high = (Const(v) for v in value_range(target))
+        value = Call("min", (Call("max", (value, low)), high))
+    return Call(f"cast_{target}", (value,))
 
 
 def _target(ctx, input, to: int) -> str:
@@ -498,10 +515,10 @@ def Cast(ctx, input, *, to=None, saturate=1, round_mode="up"):
     concern float8 targets only."""
     if to is None:
         raise ctx.unsupported("Cast needs the 'to' attribute")
-    return cast(ctx, input, _target(ctx, input, to))
+    return cast(ctx, input, _target(ctx, input, to), saturate)
 
 
 @onnx_op("CastLike", 15, 19, 21, 23, 24, 25)
 def CastLike(ctx, input, target_type, *, saturate=1, round_mode="up"):
     """CastLike: Cast to the dtype of ``target_type`` (see Cast)."""
-    return cast(ctx, input, target_type.dtype)
+    return cast(ctx, input, target_type.dtype, saturate)

@@ -8,7 +8,8 @@ tensor), a 1-D tensor along ``axis`` (per axis), or, with ``block_size``, a tens
 holding one value per block of ``block_size`` elements along ``axis``: such a constant
 is repeated along the axis when compiling (the index of a block, ``i // block_size``,
 is no affine index); a blocked scale computed at run time is refused. Integer types of
-2, 4, 8 and 16 bits; the float8 types are refused as dtypes.
+2, 4, 8 and 16 bits, and the float8 types (x / scale + zero_point rounded to the float8,
+saturated unless ``saturate=0``).
 
 MatMulInteger is MatMul's Reduce over the int32 differences with the zero points;
 QLinearMatMul requantizes that sum with the one float32 factor a_scale * b_scale /
@@ -20,8 +21,19 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from polyc.frontend.core import FLOATS, INTEGER, Call, Const, Ix, Read, identity_index, value_range
+from polyc.frontend.core import (
+    FLOAT8,
+    FLOATS,
+    INTEGER,
+    Call,
+    Const,
+    Ix,
+    Read,
+    identity_index,
+    value_range,
+)
 from polyc.frontend.load import dtype_name
+from polyc.frontend.ops.elementwise import float8_cast
 from polyc.frontend.ops.indexing import first_element, normalize_axis
 from polyc.frontend.ops.linalg import product
 from polyc.frontend.ops.registry import onnx_op
@@ -52,15 +64,19 @@ def QuantizeLinear(ctx, x, y_scale, y_zero_point=None, *, axis=1, block_size=0,
         raise ctx.unsupported(f"precision={precision}: polyc divides in float32")
     target = dtype_name(output_dtype) if output_dtype else \
         y_zero_point.dtype if y_zero_point is not None else "uint8"
-    if target not in INTEGER or value_range(target)[1] >= 2**16:
+    if target not in FLOAT8 and (target not in INTEGER or value_range(target)[1] >= 2**16):
         raise ctx.dtype_error(f"quantizes to {target}; polyc quantizes to 2-, 4-, 8- and "
-                              "16-bit integers")
+                              "16-bit integers and the float8 types")
     scale = Call("cast_float32", (_parameter(ctx, y_scale, x, axis, block_size, "y_scale"),))
     single = Call("cast_float32", (Read(x.name, identity_index(len(x.shape))),))
-    value = Call("round", (Call("div", (single, scale)),))
+    value = Call("div", (single, scale))
+    if target not in FLOAT8:
+        value = Call("round", (value,))
     if y_zero_point is not None:
         zero = _parameter(ctx, y_zero_point, x, axis, block_size, "y_zero_point")
         value = Call("add", (value, Call("cast_float32", (zero,))))
+    if target in FLOAT8:  # rounded to the float8 (nearest, ties to even), not an integer
+        return ctx.map(x.shape, float8_cast(value, target, saturate), label="quantize")
     return ctx.map(x.shape, _saturated(value, target), label="quantize")
 
 
