@@ -74,9 +74,9 @@ def test_unsupported_graph_input_dtype():
 
 
 def test_unsupported_graph_output_dtype():
-    model = make_model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT4E2M1)],
-                       [("x", (3,))], [("y", (3,), TensorProto.FLOAT4E2M1)], opset=23)
-    with pytest.raises(UnsupportedDtypeError, match="graph output 'y' has dtype float4e2m1"):
+    model = make_model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E8M0)],
+                       [("x", (3,))], [("y", (3,), TensorProto.FLOAT8E8M0)], opset=24)
+    with pytest.raises(UnsupportedDtypeError, match="graph output 'y' has dtype float8_e8m0"):
         import_model(model)
 
 

@@ -21,7 +21,7 @@ from llvmlite import ir
 
 from polyc.codegen.exprs import F32, F64, FLOAT64_FUNCTIONS, FLOAT_FUNCTIONS, I1, I64, fconst
 from polyc.codegen.vecmath import intrinsic
-from polyc.frontend.core import CAST_VIA, FLOAT8, FLOATS, SUB_BYTE, UNSIGNED
+from polyc.frontend.core import CAST_VIA, FLOATS, MINIFLOATS, SUB_BYTE, UNSIGNED
 
 I32 = ir.IntType(32)
 I16 = ir.IntType(16)
@@ -32,10 +32,10 @@ BITS = {"int64": 64, "int32": 32, "int16": 16, "int8": 8, "int4": 4, "int2": 2,
         "uint64": 64, "uint32": 32, "uint16": 16, "uint8": 8, "uint4": 4, "uint2": 2}
 _INTS = {64: I64, 32: I32, 16: I16, 8: I8, 4: ir.IntType(4), 2: ir.IntType(2)}
 REGISTER = {"float32": F32, "float64": F64, "float16": F32, "bfloat16": F32, "bool": I1,
-            **{dtype: F32 for dtype in FLOAT8},
+            **{dtype: F32 for dtype in MINIFLOATS},
             **{dtype: _INTS[bits] for dtype, bits in BITS.items()}}
 MEMORY = {**REGISTER, "float16": F16, "bfloat16": I16, "bool": I8,
-          **{dtype: I8 for dtype in (*SUB_BYTE, *FLOAT8)}}
+          **{dtype: I8 for dtype in (*SUB_BYTE, *MINIFLOATS)}}
 _BYTES = {F32: 4, F64: 8, F16: 2}
 
 
@@ -201,7 +201,7 @@ BOOL_FUNCTIONS = {
 }
 
 FUNCTIONS = {"float32": FLOAT_FUNCTIONS, "float16": FLOAT_FUNCTIONS, "bfloat16": FLOAT_FUNCTIONS,
-             **{dtype: FLOAT_FUNCTIONS for dtype in FLOAT8},
+             **{dtype: FLOAT_FUNCTIONS for dtype in MINIFLOATS},
              "float64": FLOAT64_FUNCTIONS, "bool": BOOL_FUNCTIONS,
              **{dtype: UINT_FUNCTIONS if dtype in UNSIGNED else INT_FUNCTIONS
                 for dtype in BITS}}
@@ -226,10 +226,10 @@ def round_half(b: ir.IRBuilder, x) -> ir.Value:
 def cast(b: ir.IRBuilder, x, source: str, target: str) -> ir.Value:
     """``x`` of dtype ``source`` converted to ``target`` (``core.CASTS``)."""
     to = shaped(REGISTER[target], x.type)
-    if target in ("float16", "bfloat16", *FLOAT8) and source in FLOATS:  # rounded now,
+    if target in ("float16", "bfloat16", *MINIFLOATS) and source in FLOATS:  # rounded now,
         single = cast(b, x, source, "float32")  # float32 in registers
-        if target in FLOAT8:
-            return _from_float8(b, _to_float8(b, single, target), target)
+        if target in MINIFLOATS:
+            return _from_minifloat(b, _to_minifloat(b, single, target), target)
         return round_half(b, single) if target == "float16" else \
             _from_bfloat16(b, _to_bfloat16(b, single))
     if source == target:
@@ -303,14 +303,16 @@ def _i32(like, value: int) -> ir.Constant:
     return constant(shaped(I32, like.type), "int32", value)
 
 
-def _to_float8(b: ir.IRBuilder, x, dtype: str) -> ir.Value:
-    """The float32 ``x`` as the byte of the float8 ``dtype`` (``core.FLOAT8``) nearest to
-    it, ties to even (ml_dtypes' conversion): past the largest value NaN ("fn",
-    "fnuz") or infinity ("ieee"); NaN stays NaN; "fnuz" has no negative zero."""
-    exponent_bits, mantissa, bias, kind = FLOAT8[dtype]
+def _to_minifloat(b: ir.IRBuilder, x, dtype: str) -> ir.Value:
+    """The float32 ``x`` as the byte of the 8- or 4-bit float ``dtype``
+    (``core.MINIFLOATS``) nearest to it, ties to even (ml_dtypes' conversion): past the
+    largest value NaN ("fn", "fnuz"), infinity ("ieee") or the largest value ("sat");
+    NaN stays NaN ("sat": the zero of the other sign); "fnuz" has no negative zero."""
+    exponent_bits, mantissa, bias, kind = MINIFLOATS[dtype]
     words = shaped(I32, x.type)
     bits = b.bitcast(x, words)
-    sign = b.lshr(bits, _i32(bits, 31))
+    top = (1 << (exponent_bits + mantissa)) - 1  # every bit of the magnitude
+    sign = b.shl(b.lshr(bits, _i32(bits, 31)), _i32(bits, exponent_bits + mantissa))
     magnitude = b.and_(bits, _i32(bits, 0x7FFFFFFF))
     shift = 23 - mantissa
     odd = b.and_(b.lshr(magnitude, _i32(bits, shift)), _i32(bits, 1))
@@ -322,32 +324,35 @@ def _to_float8(b: ir.IRBuilder, x, dtype: str) -> ir.Value:
     tiny = b.fptosi(nearest, words)  # a subnormal's code
     small = b.icmp_unsigned("<", magnitude, _i32(bits, (128 - bias) << 23))
     code = b.select(small, tiny, normal)
-    top = (1 << (exponent_bits + mantissa)) - 1  # every bit of the magnitude
-    largest = {"fn": top - 1, "fnuz": top, "ieee": top - (1 << mantissa)}[kind]
+    largest = {"fn": top - 1, "fnuz": top, "ieee": top - (1 << mantissa), "sat": top}[kind]
     over = b.icmp_signed(">", code, _i32(bits, largest))
     nan = b.icmp_unsigned(">", magnitude, _i32(bits, 0x7F800000))
-    signed = b.or_(code, b.shl(sign, _i32(bits, 7)))
-    if kind == "fnuz":  # one NaN (0x80), and zero has no sign
+    signed = b.or_(code, sign)
+    if kind == "fnuz":  # one NaN (the sign bit alone), and zero has no sign
         signed = b.select(b.icmp_unsigned("==", code, _i32(bits, 0)), code, signed)
-        result = b.select(b.or_(over, nan), _i32(bits, 0x80), signed)
+        result = b.select(b.or_(over, nan), _i32(bits, top + 1), signed)
     elif kind == "fn":
-        result = b.select(b.or_(over, nan), b.or_(_i32(bits, top), b.shl(sign, _i32(bits, 7))),
-                          signed)
+        result = b.select(b.or_(over, nan), b.or_(_i32(bits, top), sign), signed)
+    elif kind == "sat":  # NaN: zero of the other sign (ml_dtypes)
+        result = b.select(nan, b.xor(_i32(bits, top + 1), sign),
+                          b.select(over, b.or_(_i32(bits, largest), sign), signed))
     else:
-        infinity = b.or_(_i32(bits, largest + 1), b.shl(sign, _i32(bits, 7)))
-        quiet = b.or_(_i32(bits, top - 1), b.shl(sign, _i32(bits, 7)))
+        infinity = b.or_(_i32(bits, largest + 1), sign)
+        quiet = b.or_(_i32(bits, top - 1), sign)
         result = b.select(nan, quiet, b.select(over, infinity, signed))
     return b.trunc(result, shaped(I8, x.type))
 
 
-def _from_float8(b: ir.IRBuilder, byte, dtype: str) -> ir.Value:
-    """The float32 of a float8 ``dtype``'s byte."""
-    exponent_bits, mantissa, bias, kind = FLOAT8[dtype]
+def _from_minifloat(b: ir.IRBuilder, byte, dtype: str) -> ir.Value:
+    """The float32 of the byte of an 8- or 4-bit float ``dtype`` (a 4-bit one in its
+    low bits)."""
+    exponent_bits, mantissa, bias, kind = MINIFLOATS[dtype]
     words = shaped(I32, byte.type)
     floats = shaped(F32, byte.type)
-    value = b.zext(byte, words)
-    sign = b.lshr(value, _i32(value, 7))
-    magnitude = b.and_(value, _i32(value, 0x7F))
+    top = (1 << (exponent_bits + mantissa)) - 1
+    value = b.and_(b.zext(byte, words), _i32(byte, 2 * top + 1))
+    sign = b.lshr(value, _i32(value, exponent_bits + mantissa))
+    magnitude = b.and_(value, _i32(value, top))
     exponent = b.lshr(magnitude, _i32(value, mantissa))
     fraction = b.and_(magnitude, _i32(value, (1 << mantissa) - 1))
     normal = b.or_(b.shl(b.add(exponent, _i32(value, 127 - bias)), _i32(value, 23)),
@@ -356,7 +361,6 @@ def _from_float8(b: ir.IRBuilder, byte, dtype: str) -> ir.Value:
     result = b.select(b.icmp_unsigned("==", exponent, _i32(value, 0)), tiny,
                       b.bitcast(normal, floats))
     nan = fconst(floats, float("nan"))
-    top = (1 << (exponent_bits + mantissa)) - 1
     if kind == "fn":
         result = b.select(b.icmp_unsigned("==", magnitude, _i32(value, top)), nan, result)
     elif kind == "ieee":
@@ -367,7 +371,7 @@ def _from_float8(b: ir.IRBuilder, byte, dtype: str) -> ir.Value:
     negative = b.fneg(result)
     result = b.select(b.icmp_unsigned("==", sign, _i32(value, 1)), negative, result)
     if kind == "fnuz":
-        result = b.select(b.icmp_unsigned("==", value, _i32(value, 0x80)), nan, result)
+        result = b.select(b.icmp_unsigned("==", value, _i32(value, top + 1)), nan, result)
     return result
 
 
@@ -380,8 +384,8 @@ def from_memory(b: ir.IRBuilder, value, dtype: str) -> ir.Value:
         return _from_bfloat16(b, value)
     if dtype in SUB_BYTE and shaped(I8, value.type) == value.type:  # its low bits
         return b.trunc(value, shaped(REGISTER[dtype], value.type))
-    if dtype in FLOAT8 and shaped(I8, value.type) == value.type:
-        return _from_float8(b, value, dtype)
+    if dtype in MINIFLOATS and shaped(I8, value.type) == value.type:
+        return _from_minifloat(b, value, dtype)
     if dtype != "bool":
         return value
     return b.icmp_unsigned("!=", value, ir.Constant(value.type, None))
@@ -396,8 +400,8 @@ def to_memory(b: ir.IRBuilder, value, dtype: str, element: ir.Type) -> ir.Value:
         return _to_bfloat16(b, value)
     if dtype in SUB_BYTE and element == I8:  # the low bits, the others 0 (ml_dtypes)
         return b.zext(value, shaped(I8, value.type))
-    if dtype in FLOAT8 and element == I8:
-        return _to_float8(b, value, dtype)
+    if dtype in MINIFLOATS and element == I8:
+        return _to_minifloat(b, value, dtype)
     return b.zext(value, shaped(I8, value.type)) if dtype == "bool" else value
 
 

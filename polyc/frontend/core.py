@@ -33,14 +33,17 @@ import numpy as np
 # when stored (a float8 past its largest value: NaN, or infinity for e5m2). The 4- and
 # 2-bit integers take one byte per element in memory (ml_dtypes' arrays: the low bits)
 # and wrap around at their width.
-# the 8-bit floats (ml_dtypes' names): exponent bits, mantissa bits, bias, and how they
-# end: "fn" no infinity, one NaN per sign; "ieee" infinities and NaNs; "fnuz" one NaN
-# (the byte 0x80), no negative zero
-FLOAT8 = MappingProxyType({"float8_e4m3fn": (4, 3, 7, "fn"),
-                           "float8_e4m3fnuz": (4, 3, 8, "fnuz"),
-                           "float8_e5m2": (5, 2, 15, "ieee"),
-                           "float8_e5m2fnuz": (5, 2, 16, "fnuz")})
-NARROW_FLOATS = ("float16", "bfloat16", *FLOAT8)
+# the 8- and 4-bit floats (ml_dtypes' names; a byte each in memory): exponent bits,
+# mantissa bits, bias, and how they end: "fn" no infinity, one NaN per sign; "ieee"
+# infinities and NaNs; "fnuz" one NaN (the sign bit alone), no negative zero; "sat"
+# neither infinity nor NaN: past the largest value it saturates, NaN becomes the zero of
+# the other sign (ml_dtypes' float4_e2m1fn)
+MINIFLOATS = MappingProxyType({"float8_e4m3fn": (4, 3, 7, "fn"),
+                               "float8_e4m3fnuz": (4, 3, 8, "fnuz"),
+                               "float8_e5m2": (5, 2, 15, "ieee"),
+                               "float8_e5m2fnuz": (5, 2, 16, "fnuz"),
+                               "float4_e2m1fn": (2, 1, 1, "sat")})
+NARROW_FLOATS = ("float16", "bfloat16", *MINIFLOATS)
 FLOATS = ("float32", "float64", *NARROW_FLOATS)
 SUB_BYTE = ("int4", "int2", "uint4", "uint2")
 SIGNED = ("int64", "int32", "int16", "int8", "int4", "int2")

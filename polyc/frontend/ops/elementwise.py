@@ -21,8 +21,8 @@ from onnx import TensorProto
 
 from polyc.frontend.core import (
     DTYPES,
-    FLOAT8,
     FLOATS,
+    MINIFLOATS,
     Call,
     Const,
     Lookup,
@@ -476,19 +476,19 @@ def cast(ctx, input, dtype: str, saturate=1):
     """``input`` converted to ``dtype`` (itself when it has that type already: a float16
     temporary holding float32s stays so, as onnxruntime drops such a Cast), see
     :data:`polyc.frontend.core.CASTS`; to a float8 type clamped to its range first
-    unless ``saturate`` is 0 (:func:`float8_cast`)."""
+    unless ``saturate`` is 0 (:func:`minifloat_cast`)."""
     if input.dtype == dtype:
         return input
-    if dtype in FLOAT8:
+    if dtype in MINIFLOATS:
         single = (lambda x: x) if input.dtype == "float32" else \
             (lambda x: call("cast_float32", x))
         return elementwise(ctx, f"cast_{dtype}",
-                           lambda x: float8_cast(single(x), dtype, saturate), input)
+                           lambda x: minifloat_cast(single(x), dtype, saturate), input)
     return elementwise(ctx, f"cast_{dtype}", lambda x: call(f"cast_{dtype}", x), input)
 
 
-def float8_cast(value, target: str, saturate) -> Call:
-    """The float ``value`` cast to the float8 ``target``; with ``saturate``, clamped
+def minifloat_cast(value, target: str, saturate) -> Call:
+    """The float ``value`` cast to the 8- or 4-bit float ``target``; with ``saturate``, clamped
     to its largest value first (infinities too; NaN stays NaN), as ONNX's Cast and
     QuantizeLinear do by default; else past it NaN (infinity for e5m2)."""
     if saturate:

@@ -22,9 +22,9 @@ import numpy as np
 from onnx import TensorProto
 
 from polyc.frontend.core import (
-    FLOAT8,
     FLOATS,
     INTEGER,
+    MINIFLOATS,
     Call,
     Const,
     Ix,
@@ -33,7 +33,7 @@ from polyc.frontend.core import (
     value_range,
 )
 from polyc.frontend.load import dtype_name
-from polyc.frontend.ops.elementwise import float8_cast
+from polyc.frontend.ops.elementwise import minifloat_cast
 from polyc.frontend.ops.indexing import first_element, normalize_axis
 from polyc.frontend.ops.linalg import product
 from polyc.frontend.ops.registry import onnx_op
@@ -64,19 +64,19 @@ def QuantizeLinear(ctx, x, y_scale, y_zero_point=None, *, axis=1, block_size=0,
         raise ctx.unsupported(f"precision={precision}: polyc divides in float32")
     target = dtype_name(output_dtype) if output_dtype else \
         y_zero_point.dtype if y_zero_point is not None else "uint8"
-    if target not in FLOAT8 and (target not in INTEGER or value_range(target)[1] >= 2**16):
+    if target not in MINIFLOATS and (target not in INTEGER or value_range(target)[1] >= 2**16):
         raise ctx.dtype_error(f"quantizes to {target}; polyc quantizes to 2-, 4-, 8- and "
                               "16-bit integers and the float8 types")
     scale = Call("cast_float32", (_parameter(ctx, y_scale, x, axis, block_size, "y_scale"),))
     single = Call("cast_float32", (Read(x.name, identity_index(len(x.shape))),))
     value = Call("div", (single, scale))
-    if target not in FLOAT8:
+    if target not in MINIFLOATS:
         value = Call("round", (value,))
     if y_zero_point is not None:
         zero = _parameter(ctx, y_zero_point, x, axis, block_size, "y_zero_point")
         value = Call("add", (value, Call("cast_float32", (zero,))))
-    if target in FLOAT8:  # rounded to the float8 (nearest, ties to even), not an integer
-        return ctx.map(x.shape, float8_cast(value, target, saturate), label="quantize")
+    if target in MINIFLOATS:  # rounded to the float8 (nearest, ties to even), not an integer
+        return ctx.map(x.shape, minifloat_cast(value, target, saturate), label="quantize")
     return ctx.map(x.shape, _saturated(value, target), label="quantize")
 
 

@@ -1,5 +1,5 @@
-"""The float8 types (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz; float32 in registers, a byte in
-memory) against ml_dtypes' conversions: every one of the 256 bytes decoded, and floats
+"""The float8 types (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz) and float4_e2m1fn (float32 in
+registers, a byte in memory) against ml_dtypes' conversions: every byte decoded, floats
 at, between (ties) and around every float8 value, tiny and huge ones, infinities and
 NaN encoded, saturating (Cast's default: clamped to the largest value first) or not;
 QuantizeLinear to float8; the codegen's in-register rounding and its stores agree."""
@@ -15,7 +15,13 @@ from onnx_helpers import make_model, run_polyc, run_reference
 
 T = TensorProto
 FLOAT8 = {"float8_e4m3fn": T.FLOAT8E4M3FN, "float8_e4m3fnuz": T.FLOAT8E4M3FNUZ,
-          "float8_e5m2": T.FLOAT8E5M2, "float8_e5m2fnuz": T.FLOAT8E5M2FNUZ}
+          "float8_e5m2": T.FLOAT8E5M2, "float8_e5m2fnuz": T.FLOAT8E5M2FNUZ,
+          "float4_e2m1fn": T.FLOAT4E2M1}
+
+
+def codes(dtype: str) -> np.ndarray:
+    """Every value of ``dtype`` as its bytes (16 of them for the 4-bit float)."""
+    return np.arange(16 if dtype.startswith("float4") else 256, dtype=np.uint8).view(dtype)
 node = helper.make_node
 
 
@@ -32,7 +38,7 @@ def same(got: np.ndarray, want: np.ndarray, what: str) -> None:
 def probes(dtype: str) -> np.ndarray:
     """Every float8 value, the midpoints of neighbours (ties to even), values just
     around them, tiny, huge and special floats."""
-    values = np.arange(256, dtype=np.uint8).view(dtype).astype(np.float32)
+    values = codes(dtype).astype(np.float32)
     finite = np.unique(values[np.isfinite(values)])
     middle = (finite[:-1] + finite[1:]) / 2
     around = np.concatenate([np.nextafter(middle, np.inf), np.nextafter(middle, -np.inf)])
@@ -43,11 +49,11 @@ def probes(dtype: str) -> np.ndarray:
 
 @pytest.mark.parametrize("dtype", sorted(FLOAT8))
 def test_every_byte_decodes_as_ml_dtypes(dtype):
-    codes = np.arange(256, dtype=np.uint8).view(dtype)
-    model = make_model([node("Cast", ["x"], ["y"], to=T.FLOAT)], [("x", (256,), FLOAT8[dtype])],
-                       [("y", (256,))], opset=19)
-    for got in (run_polyc(model, {"x": codes})["y"], run_reference(model, {"x": codes})["y"]):
-        same(got, codes.astype(np.float32), dtype)
+    x = codes(dtype)
+    model = make_model([node("Cast", ["x"], ["y"], to=T.FLOAT)], [("x", x.shape, FLOAT8[dtype])],
+                       [("y", x.shape)], opset=23)
+    for got in (run_polyc(model, {"x": x})["y"], run_reference(model, {"x": x})["y"]):
+        same(got, x.astype(np.float32), dtype)
 
 
 @pytest.mark.parametrize("saturate", [1, 0])
@@ -59,7 +65,7 @@ def test_floats_encode_as_ml_dtypes(dtype, saturate):
     model = make_model([node("Cast", ["x"], ["q"], to=FLOAT8[dtype], saturate=saturate),
                         node("Cast", ["q"], ["back"], to=T.FLOAT)],
                        [("x", x.shape)], [("q", x.shape, FLOAT8[dtype]), ("back", x.shape)],
-                       opset=19)
+                       opset=23)
     largest = float(ml_dtypes.finfo(dtype).max)
     source = np.clip(x, -largest, largest) if saturate else x
     with np.errstate(all="ignore"):
