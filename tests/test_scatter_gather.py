@@ -146,3 +146,16 @@ def test_gather_nd(depth, batch_dims, dtype):
                        [("data", data.shape, KINDS[dtype]), ("indices", indices.shape, T.INT64)],
                        [("y", None, KINDS[dtype])], opset=13)
     check(model, {"data": data, "indices": indices.astype(np.int64)})
+
+
+@pytest.mark.parametrize("time_axis", [0, 1])
+def test_reverse_sequence(time_axis):
+    """Each batch entry's first sequence_lens[b] steps reversed (the lengths an input)."""
+    rng = np.random.default_rng(time_axis)
+    shape = (5, 4, 3) if time_axis == 0 else (4, 5, 3)
+    x = rng.standard_normal(shape).astype(np.float32)
+    lens = np.array([5, 1, 3, 0], np.int64)
+    model = make_model([helper.make_node("ReverseSequence", ["x", "lens"], ["y"],
+                                         time_axis=time_axis, batch_axis=1 - time_axis)],
+                       [("x", shape), ("lens", (4,), T.INT64)], [("y", shape)], opset=10)
+    check(model, {"x": x, "lens": lens})

@@ -432,6 +432,27 @@ def GatherND(ctx, data, indices, *, batch_dims=0):
     return ctx.map(positions + inner, Lookup(source.name, index, b, flat), label="gather_nd")
 
 
+@onnx_op("ReverseSequence", 10, 28)
+def ReverseSequence(ctx, input, sequence_lens, *, batch_axis=1, time_axis=0):
+    """ReverseSequence: along ``time_axis``, the first ``sequence_lens[b]`` elements of
+    batch entry b reversed, the rest as they are: one Map of a Lookup at
+    ``len - 1 - t`` where ``t < len``, else ``t`` (the lengths may be computed at run
+    time; one past the axis reads its end, see ``core.Lookup``)."""
+    rank = len(input.shape)
+    time, batch = _axis(ctx, time_axis, rank), _axis(ctx, batch_axis, rank)
+    if {time, batch} != {0, 1} or tuple(sequence_lens.shape) != (input.shape[batch],):
+        raise ctx.shape_error(f"time_axis {time_axis} and batch_axis {batch_axis} must be 0 "
+                              f"and 1, and sequence_lens {list(sequence_lens.shape)} one "
+                              "length per batch entry")
+    t = Read(ctx.positions(input.shape[time]).name, (Ix.var(time),))
+    length = Call("cast_int64", (Read(sequence_lens.name, (Ix.var(batch),)),))
+    mirrored = Call("sub", (Call("sub", (length, Const(1, "int64"))), t))
+    at = Call("select", (Call("lt", (t, length)), mirrored, t))
+    source = ctx.stored(input)
+    return ctx.map(input.shape, Lookup(source.name, identity_index(rank), time, at),
+                   label="reverse_sequence")
+
+
 @onnx_op("CenterCropPad", 18)
 def CenterCropPad(ctx, input_data, shape, *, axes=None):
     """CenterCropPad: each of ``axes`` (all by default) cropped or zero-padded to the
