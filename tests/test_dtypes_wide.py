@@ -444,3 +444,23 @@ def test_bfloat16_block_is_its_float32_block_rounded():
     single = run_polyc(model(T.FLOAT), {"x": x.astype(np.float32), "w": w.astype(np.float32)})["y"]
     assert narrow.dtype.name == "bfloat16"
     np.testing.assert_array_equal(narrow.view(np.uint16), single.astype("bfloat16").view(np.uint16))
+
+
+# -- BitCast ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("source,target", [("float32", "int32"), ("int32", "float32"),
+                                           ("float64", "uint64"), ("int16", "uint16"),
+                                           ("uint8", "int8"), ("bool", "uint8")])
+def test_bitcast_keeps_the_bits(source, target):
+    """The bytes numpy's view gives: NaN payloads, -0.0 and wrapped integers included."""
+    x = special(source)
+    model = make_model([node("BitCast", ["x"], ["y"], to=ONNX[target])],
+                       [("x", x.shape, ONNX[source])], [("y", x.shape, ONNX[target])], opset=26)
+    check(model, lambda x: {"y": x.view(target)}, {"x": x})
+
+
+def test_bitcast_of_a_narrow_float_is_refused():
+    model = make_model([node("BitCast", ["x"], ["y"], to=T.INT16, name="bits")],
+                       [("x", (3,), T.FLOAT16)], [("y", (3,), T.INT16)], opset=26)
+    with pytest.raises(UnsupportedDtypeError, match="BitCast node 'bits'.*narrow floats"):
+        polyc.compile(model)

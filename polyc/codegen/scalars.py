@@ -212,8 +212,21 @@ def call(b: ir.IRBuilder, fn: str, args: list, dtypes: tuple[str, ...]) -> ir.Va
     operands are float32 values, and so is the result)."""
     if fn.startswith("cast_"):
         return cast(b, args[0], dtypes[0], fn[len("cast_"):])
+    if fn.startswith("bitcast_"):
+        return _bitcast(b, args[0], dtypes[0], fn[len("bitcast_"):])
     operand = dtypes[-1] if fn == "select" else dtypes[0]
     return FUNCTIONS[operand][fn](b, *args)
+
+
+def _bitcast(b: ir.IRBuilder, x, source: str, target: str) -> ir.Value:
+    """The bits of ``x`` read as ``target`` (one width, no narrow float: core.BITCASTS);
+    a byte read as bool is ``byte != 0``."""
+    to = shaped(REGISTER[target], x.type)
+    if source == "bool":
+        return b.zext(x, to)
+    if target == "bool":
+        return b.icmp_unsigned("!=", x, ir.Constant(x.type, None))
+    return x if x.type == to else b.bitcast(x, to)
 
 
 def round_half(b: ir.IRBuilder, x) -> ir.Value:

@@ -77,6 +77,7 @@ FUNCTIONS = MappingProxyType({
     "shl": 2, "shr": 2,
     "select": 3,
     **{f"cast_{dtype}": 1 for dtype in DTYPES},
+    **{f"bitcast_{dtype}": 1 for dtype in DTYPES},  # the same bits read as dtype
 })
 
 # How ``cast_<dtype>`` converts (as onnxruntime built for x86-64 does, where C++ leaves
@@ -88,6 +89,13 @@ FUNCTIONS = MappingProxyType({
 # wrap, to wider ones extend by the source's sign(edness); float64 -> float32 -> float16
 # round to nearest; any -> bool is ``x != 0`` (NaN is true); bool -> any is 0 or 1.
 CASTS = MappingProxyType({f"cast_{dtype}": dtype for dtype in DTYPES})
+BITCASTS = MappingProxyType({f"bitcast_{dtype}": dtype for dtype in DTYPES})
+# bits per element (bool: one byte, 0 or 1)
+BIT_WIDTHS = MappingProxyType({
+    "float64": 64, "int64": 64, "uint64": 64, "float32": 32, "int32": 32, "uint32": 32,
+    "float16": 16, "bfloat16": 16, "int16": 16, "uint16": 16, "int8": 8, "uint8": 8,
+    "bool": 8, "int4": 4, "uint4": 4, "float4_e2m1fn": 4, "int2": 2, "uint2": 2,
+    **{name: 8 for name in MINIFLOATS if name.startswith("float8")}})
 # float -> integer: the signed conversion each target goes through (see above)
 CAST_VIA = MappingProxyType({"int8": "int32", "int16": "int32", "uint8": "int32",
                              "uint16": "int32", "uint32": "int32", "uint64": "int64",
@@ -115,6 +123,14 @@ def result_dtype(fn: str, operands: tuple[str, ...]) -> str:
     """
     if fn in CASTS:
         return CASTS[fn]
+    if fn in BITCASTS:
+        target = BITCASTS[fn]
+        if not {operands[0], target}.isdisjoint(NARROW_FLOATS) or \
+                BIT_WIDTHS[operands[0]] != BIT_WIDTHS[target]:
+            raise DtypeError(f"bitcast from {operands[0]} to {target}: polyc reinterprets "
+                             "types of one width, not the narrow floats (float32 in "
+                             "registers)")
+        return target
     values = operands[1:] if fn == "select" else operands
     if fn == "select" and operands[0] != "bool":
         raise DtypeError(f"select needs a bool condition, got {operands[0]}")

@@ -84,6 +84,11 @@ def _cast(dtype: str):
     return convert
 
 
+def _bitcast(dtype: str):
+    """``core.BITCASTS``: the same bytes seen as ``dtype``."""
+    return lambda x: np.asarray(x).view(dtype)
+
+
 def _truncated(x, dtype: str):
     """Float ``x`` truncated to the signed ``dtype``; its minimum out of range and for NaN."""
     limit = 2.0 ** (np.iinfo(dtype).bits - 1)
@@ -128,6 +133,7 @@ NUMPY_FUNCTIONS = {
     "shl": lambda x, y: _shift(x, y, left=True), "shr": lambda x, y: _shift(x, y, left=False),
     "select": np.where,
     **{name: _cast(dtype) for name, dtype in core.CASTS.items()},
+    **{name: _bitcast(dtype) for name, dtype in core.BITCASTS.items()},
 }
 
 # The numpy ufunc of every Reduce combiner (see core.COMBINERS).

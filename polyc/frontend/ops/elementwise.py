@@ -518,6 +518,16 @@ def Cast(ctx, input, *, to=None, saturate=1, round_mode="up"):
     return cast(ctx, input, _target(ctx, input, to), saturate)
 
 
+@onnx_op("BitCast", 26)
+def BitCast(ctx, input, *, to=None):
+    """BitCast: each element's bits read as the dtype ``to`` of the same width (one
+    Map; the narrow floats, float32 in registers, are refused)."""
+    if to is None:
+        raise ctx.unsupported("BitCast needs the 'to' attribute")
+    dtype = _target(ctx, input, to)
+    return elementwise(ctx, f"bitcast_{dtype}", lambda x: call(f"bitcast_{dtype}", x), input)
+
+
 @onnx_op("CastLike", 15, 19, 21, 23, 24, 25)
 def CastLike(ctx, input, target_type, *, saturate=1, round_mode="up"):
     """CastLike: Cast to the dtype of ``target_type`` (see Cast)."""
