@@ -46,6 +46,9 @@ KNOWN_DIFFERENCES: dict[str, str] = {
        for case in ("3d_causal", "4d_attn_mask_causal", "4d_causal", "4d_causal_padded_kv",
                     "4d_padded_kv")
        for expanded in ("", "_expanded")},
+    **{name: ("the expected imaginary parts at the Nyquist frequency are numpy's FFT "
+              "rounding (1.9e-7) where the exact value is 0; polyc's are 3e-15")
+       for name in ("test_dft_inverse", "test_dft_inverse_opset19")},
     "test_identity_opt": "optional type: polyc compiles tensors only",
     "test_identity_sequence": "sequence type: polyc compiles tensors only",
 }

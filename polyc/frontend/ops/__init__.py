@@ -11,6 +11,7 @@ from polyc.frontend.ops import (  # noqa: F401
     control,
     conv,
     cumulative,
+    dft,
     einsum,
     elementwise,
     grid_sample,
