@@ -1,6 +1,8 @@
-"""GridSample (polyc/frontend/ops/grid_sample.py) against onnxruntime on seeded grids
-that reach past the image: every mode, padding mode and align_corners, 2-D (opsets 16
-and 20) and 3-D, float64; the errors."""
+"""GridSample and RoiAlign (polyc/frontend/ops/grid_sample.py, roi_align.py) against
+onnxruntime: GridSample on seeded grids that reach past the image (every mode, padding
+mode and align_corners, 2-D (opsets 16 and 20) and 3-D, float64), RoiAlign on regions
+inside and across the map's edges (both modes and coordinate transformations); the
+errors."""
 
 from __future__ import annotations
 
@@ -63,3 +65,26 @@ def test_unknown_padding_mode_is_refused():
     model, _ = grid_model((1, 1, 3, 3), (2, 2), padding_mode="wrap")
     with pytest.raises(UnsupportedOpError, match="padding_mode 'wrap'"):
         polyc.compile(model)
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("transform,opset", [("half_pixel", 16), ("output_half_pixel", 16),
+                                             ("output_half_pixel", 10)])
+def test_roi_align(mode, transform, opset):
+    """RoiAlign against onnxruntime: regions inside, across and past the map's edges,
+    batch indices given at run time, a sampling ratio of 2."""
+    rng = np.random.default_rng(len(mode) + opset)
+    x = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+    rois = np.array([[0, 0, 5, 4], [2.5, 1.2, 9.7, 8.1], [-3, -2, 4, 3], [8, 6, 14, 12],
+                     [1, 1, 1.5, 1.2]], np.float32)
+    batch = np.array([0, 1, 1, 0, 1], np.int64)
+    attrs = {"mode": mode, "output_height": 3, "output_width": 4, "sampling_ratio": 2,
+             "spatial_scale": 0.8}
+    if opset >= 16:
+        attrs["coordinate_transformation_mode"] = transform
+    model = make_model([helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"], **attrs)],
+                       [("x", x.shape), ("rois", rois.shape), ("b", (5,), TensorProto.INT64)],
+                       [("y", (5, 3, 3, 4))], opset=opset)
+    feeds = {"x": x, "rois": rois, "b": batch}
+    np.testing.assert_allclose(run_polyc(model, feeds)["y"], run_onnxruntime(model, feeds)["y"],
+                               rtol=1e-5, atol=1e-6)

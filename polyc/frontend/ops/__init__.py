@@ -27,6 +27,7 @@ from polyc.frontend.ops import (  # noqa: F401
     recurrent,
     reduce,
     resize,
+    roi_align,
     scatter,
     shape,
     slicing,
