@@ -252,13 +252,9 @@ class LoweringContext:
         op = Recurrence(tuple(t.name for t in outs), tuple(t.shape for t in outs),
                         tuple(start), steps, tuple(body), node=self._node.name, label=label,
                         views=tuple(view for view, _ in views))
-        for name in op.inputs:
-            self._check_data(name)
-        op = self._typed_literals(op)
-        self._result_dtype(op)
-        for name in core.written(op):
-            self._producer[name] = len(self._ops)
-        self._ops.append(op)
+        op = self._checked(op)
+        self._result_dtype(op)  # every step stores its tensor's dtype
+        self.put_op(op)
         return outs
 
     def view(self, src: TensorInfo, shape, *, kind: str = "reshape", perm=(),
@@ -433,14 +429,17 @@ class LoweringContext:
         return info
 
     def _emit(self, op: core.Op, shape: tuple[int, ...]) -> TensorInfo:
-        for name in op.inputs:
-            self._check_data(name)
-        op = self._typed_literals(op)
+        op = self._checked(op)
         info = TensorInfo(op.out, shape, self._result_dtype(op))
         self._tensors[op.out] = info
-        self._producer[op.out] = len(self._ops)
-        self._ops.append(op)
+        self.put_op(op)
         return info
+
+    def _checked(self, op: core.Op) -> core.Op:
+        """``op`` once the data it reads has a compiled dtype, its literals typed."""
+        for name in op.inputs:
+            self._check_data(name)
+        return self._typed_literals(op)
 
     def _check_data(self, name: str) -> None:
         dtype = self._tensors[name].dtype

@@ -166,7 +166,6 @@ class _Builder:
         for step in op.start:
             self._add_step(position, op, step, recurrent=False)
         body = [self._add_step(position, op, step, recurrent=True) for step in op.body]
-        del self.order[len(self.order) - len(body):]
         self.order.append(time_loop([s.domain for s in body]))
 
     def _add_step(self, position: int, op: Recurrence, step, *, recurrent: bool) -> Statement:
@@ -187,7 +186,8 @@ class _Builder:
         statement = Statement(name, domain, write, tuple(reads), body, position, node,
                               recurrent=recurrent)
         self.statements.append(statement)
-        self.order.append(identity_schedule(domain))
+        if not recurrent:  # a recurrence orders its body under its time loop
+            self.order.append(identity_schedule(domain))
         return statement
 
     def _access(self, domain: isl.Set, tensor: str, index, read: Read | None = None

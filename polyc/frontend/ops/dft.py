@@ -100,9 +100,7 @@ def _inverse_half(ctx, x, axis: int, n_total: int):
     sin = ctx.constant((-weight * np.sin(angle) / n_total).astype(np.float32), "idft_sin")
     out_shape = x.shape[:axis] + (n_total,) + x.shape[axis + 1:-1] + (1,)
     table = (Ix.var(axis), Ix.var(rank))  # (n, k)
-    index = [Ix.var(d) for d in range(rank - 1)]
-    index[axis] = Ix.var(rank)
-    real, imag = (Read(x.name, (*index, Ix.constant(p))) for p in (0, 1))
+    real, imag = _signal(x, axis, rank, padded=False)
     expr = call("add", call("mul", real, Read(cos.name, table)),
                 call("mul", imag, Read(sin.name, table)))
     return ctx.reduce(out_shape=out_shape, init=Const(0.0), extents=out_shape + (k_total,),

@@ -3,7 +3,7 @@ of a one-element tensor."""
 
 from __future__ import annotations
 
-from polyc.frontend.core import Ix, Read
+from polyc.frontend.core import Call, Const, Ix, Read
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -62,3 +62,11 @@ def first_element(tensor) -> Read:
     """The read of ``tensor``'s first element at every point (its one value, for a
     one-element tensor such as a scale or a bound)."""
     return Read(tensor.name, tuple(Ix.constant(0) for _ in tensor.shape))
+
+
+def from_end(index, size: int) -> Call:
+    """An integer index read as int64, ``size`` added when it is negative (ONNX's
+    indices counted from the end of a dim)."""
+    value = Call("cast_int64", (index,))
+    return Call("select", (Call("lt", (value, Const(0, "int64"))),
+                           Call("add", (value, Const(size, "int64"))), value))

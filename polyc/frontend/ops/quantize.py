@@ -155,15 +155,18 @@ def requantized(ctx, acc, factor, y_zero_point):
     return ctx.map(acc.shape, _saturated(value, y_zero_point.dtype), label="requantize")
 
 
-def _integer_product(ctx, A, B, a_zero_point, b_zero_point):
-    def shifted(read, zero_point, index):
-        value = Call("cast_int32", (read,))
-        if zero_point is None:
-            return value
-        per_tensor = int(np.prod(zero_point.shape)) == 1
-        zero = first_element(zero_point) if per_tensor else Read(zero_point.name, index)
-        return Call("sub", (value, Call("cast_int32", (zero,))))
+def shifted(read, zero_point, index: tuple) -> Call:
+    """``read - zero_point`` in int32; the zero point one value, or read at ``index``
+    (its shape checked by the caller)."""
+    value = Call("cast_int32", (read,))
+    if zero_point is None:
+        return value
+    per_tensor = int(np.prod(zero_point.shape)) == 1
+    zero = first_element(zero_point) if per_tensor else Read(zero_point.name, index)
+    return Call("sub", (value, Call("cast_int32", (zero,))))
 
+
+def _integer_product(ctx, A, B, a_zero_point, b_zero_point):
     for zero_point, operand, side in ((a_zero_point, A, -2), (b_zero_point, B, -1)):
         if zero_point is not None and int(np.prod(zero_point.shape)) != 1 and (
                 len(operand.shape) < 2 or zero_point.shape != (operand.shape[side],)):

@@ -17,7 +17,7 @@ import numpy as np
 
 from polyc.frontend.core import Call, Const, Ix, Read, identity_index
 from polyc.frontend.ops.indexing import first_element
-from polyc.frontend.ops.quantize import requantized
+from polyc.frontend.ops.quantize import requantized, shifted
 from polyc.frontend.ops.registry import onnx_op
 from polyc.frontend.ops.window import window
 
@@ -97,16 +97,10 @@ def _integer_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group: int, kerne
 
 
 def _minus(ctx, read, zero_point, channel_index=None, channels: int = 0):
-    """``read - zero_point`` in int32 (the zero point one value, or one per output
-    channel at ``channel_index``)."""
-    value = Call("cast_int32", (read,))
-    if zero_point is None:
-        return value
-    if int(np.prod(zero_point.shape)) == 1:
-        zero = first_element(zero_point)
-    elif channel_index is not None and tuple(zero_point.shape) == (channels,):
-        zero = Read(zero_point.name, (channel_index,))
-    else:
+    """``read - zero_point`` in int32 (:func:`quantize.shifted`): the zero point one
+    value, or one per output channel at ``channel_index``."""
+    if zero_point is not None and int(np.prod(zero_point.shape)) != 1 and (
+            channel_index is None or tuple(zero_point.shape) != (channels,)):
         raise ctx.unsupported(f"zero point of shape {list(zero_point.shape)}: one value, or "
                               "one per output channel for w")
-    return Call("sub", (value, Call("cast_int32", (zero,))))
+    return shifted(read, zero_point, (channel_index,))

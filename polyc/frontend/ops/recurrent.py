@@ -252,9 +252,12 @@ class _Cell:
         value = self.ctx.constant_value(lens)
         if value is not None and (value == layer.steps).all():
             return lambda d: None
-        positions = self.ctx.positions(layer.steps)
-        length = call("cast_int64", Read(lens.name, (Ix.var(1),)))
-        return lambda d: call("lt", Read(positions.name, (layer.time(d),)), length)
+        return lambda d: self._within(lens, layer.time(d), Ix.var(1))
+
+    def _within(self, lens, t: Ix, b: Ix):
+        """Whether time ``t`` lies inside batch entry ``b``'s sequence (bool)."""
+        return call("lt", Read(self.ctx.positions(self.layer.steps).name, (t,)),
+                    call("cast_int64", Read(lens.name, (b,))))
 
     def emit(self) -> tuple[TensorInfo, ...]:
         return self.ctx.recurrence(self.outs, start=self.start, steps=self.layer.steps,
@@ -272,9 +275,7 @@ class _Cell:
         slot = Ix(((t.terms[0][0], 1), (d.terms[0][0], -1)), 1) if shift else t
         y = Read(states[0].name, (d, slot, b, j))
         if lens is not None:
-            inside = call("lt", Read(ctx.positions(steps).name, (t,)),
-                          call("cast_int64", Read(lens.name, (b,))))
-            y = call("select", inside, y, Const(0.0))
+            y = call("select", self._within(lens, t, b), y, Const(0.0))
         y_shape = (steps, n, batch, hidden) if layer.layout == 0 else (batch, steps, n, hidden)
         results = [ctx.map(y_shape, y, label="y")]
         d, b, j = (Ix.var(k) for k in range(3)) if layer.layout == 0 else \

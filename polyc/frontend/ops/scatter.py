@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from math import prod
 
-from polyc.frontend.core import Call, Const, Ix, Lookup, Read, identity, identity_index
+from polyc.frontend.core import Const, Ix, Lookup, Read, identity, identity_index
 from polyc.frontend.ops.elementwise import call, fold
-from polyc.frontend.ops.indexing import normalize_axis
+from polyc.frontend.ops.indexing import from_end, normalize_axis
 from polyc.frontend.ops.registry import onnx_op
 
 # loop instances one scatter may take (output elements x update positions)
@@ -53,7 +53,7 @@ def ScatterElements(ctx, data, indices, updates, *, axis=0, reduction="none"):
     at = list(identity_index(rank))
     at[axis] = Ix.var(rank)
     position = Read(ctx.positions(data.shape[axis]).name, (Ix.var(axis),))
-    target = _normalized(Read(indices.name, tuple(at)), data.shape[axis])
+    target = from_end(Read(indices.name, tuple(at)), data.shape[axis])
     j = Read(ctx.positions(indices.shape[axis]).name, (Ix.var(rank),))
     return _scatter(ctx, data, box, call("eq", target, position),
                     Read(updates.name, tuple(at)), j, reduction, "scatter_elements")
@@ -77,7 +77,7 @@ def ScatterND(ctx, data, indices, updates, *, reduction="none"):
                               f"{list(updates.shape)} do not fit data {list(data.shape)}")
     box = tuple(data.shape) + positions
     p = tuple(Ix.var(rank + k) for k in range(len(positions)))
-    hits = [call("eq", _normalized(Read(indices.name, p + (Ix.constant(k),)), data.shape[k]),
+    hits = [call("eq", from_end(Read(indices.name, p + (Ix.constant(k),)), data.shape[k]),
                  Read(ctx.positions(data.shape[k]).name, (Ix.var(k),))) for k in range(q)]
     update = Read(updates.name, p + tuple(Ix.var(k) for k in range(q, rank)))
     return _scatter(ctx, data, box, fold("and", hits), update,
@@ -112,13 +112,6 @@ def TensorScatter(ctx, past_cache, update, write_indices=None, *, axis=-2, mode=
     return ctx.map(past_cache.shape, call("select", inside, written,
                                           Read(past_cache.name, identity_index(rank))),
                    label="tensor_scatter")
-
-
-def _normalized(index, size: int) -> Call:
-    """An index read as int64, ``size`` added when it is negative."""
-    value = call("cast_int64", index)
-    return call("select", call("lt", value, Const(0, "int64")),
-                call("add", value, Const(size, "int64")), value)
 
 
 def _flat(ctx, extents: tuple[int, ...], first: int):

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from polyc.frontend.core import FLOATS, INTEGER, Call, Const, Ix, Lookup, Read, identity_index
-from polyc.frontend.ops.indexing import normalize_axis
+from polyc.frontend.ops.indexing import from_end, normalize_axis
 from polyc.frontend.ops.registry import onnx_op
 
 # Gather indices that are no affine function of their position are split into runs of
@@ -417,11 +417,10 @@ def GatherND(ctx, data, indices, *, batch_dims=0):
     inner = data.shape[b + q:]
     flat = None
     for k in range(q):
-        value = Call("cast_int64", (Read(indices.name, tuple(Ix.var(j) for j in range(
-            len(positions))) + (Ix.constant(k),)),))
+        read = Read(indices.name, tuple(Ix.var(j) for j in range(len(positions)))
+                    + (Ix.constant(k),))
+        value = from_end(read, data.shape[b + k])
         size = Const(data.shape[b + k], "int64")
-        value = Call("select", (Call("lt", (value, Const(0, "int64"))),
-                                Call("add", (value, size)), value))
         flat = value if flat is None else Call("add", (Call("mul", (flat, size)), value))
     merged = data.shape[:b] + (math.prod(data.shape[b:b + q]),) + inner
     source = data if q == 1 else ctx.view(data, merged, label="gather_nd_rows")
