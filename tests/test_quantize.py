@@ -9,6 +9,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import polyc
+from polyc.codegen import bytedot
 from polyc.errors import UnsupportedOpError
 
 from onnx_helpers import make_model, run_onnxruntime, run_polyc
@@ -159,3 +160,91 @@ def test_qlinear_conv(out_type, per_channel):
                        [("x", x.shape, INTS[out_type])], [("y", None, INTS[out_type])],
                        initializers=inits, opset=10)
     check(model, {"x": x})
+
+
+def _byte_matmul_model(a_type, b_type, a_shape, b, za, zb, zero_at_run_time=False):
+    """MatMulInteger of an input A by the constant B (byte dot products: byte_product)."""
+    inputs = [("a", a_shape, INTS[a_type])]
+    inits = [("b", b)]
+    names = ["a", "b", "", ""]
+    if za is not None:
+        names[2] = "za"
+        if zero_at_run_time:
+            inputs.append(("za", za.shape, INTS[a_type]))
+        else:
+            inits.append(("za", za))
+    if zb is not None:
+        names[3] = "zb"
+        inits.append(("zb", zb))
+    return make_model([node("MatMulInteger", names, ["y"])], inputs,
+                      [("y", (*a_shape[:-1], b.shape[1]), T.INT32)], initializers=inits)
+
+
+@pytest.mark.parametrize("a_type, b_type", [("uint8", "int8"), ("int8", "int8"),
+                                            ("uint8", "uint8"), ("int8", "uint8")])
+@pytest.mark.parametrize("zero_points", ["none", "tensor", "row_column", "run_time"])
+def test_matmul_integer_by_constant_weights_as_byte_dot_products(a_type, b_type, zero_points):
+    """A constant B with K a multiple of 4: dot4 words, the zero points and the int8/uint8
+    offsets corrected after (byte_product); bit for bit with onnxruntime, extreme values
+    included."""
+    rng = np.random.default_rng(len(a_type) * 7 + len(b_type) + len(zero_points))
+    info_a, info_b = np.iinfo(a_type), np.iinfo(b_type)
+    shape = (2, 13, 40)
+    a = rng.integers(info_a.min, info_a.max, shape, endpoint=True).astype(a_type)
+    a[0, 0] = info_a.max
+    a[0, 1] = info_a.min
+    b = rng.integers(info_b.min, info_b.max, (40, 37), endpoint=True).astype(b_type)
+    b[:, 0] = info_b.min
+    b[:, 1] = info_b.max
+    za = zb = None
+    if zero_points in ("tensor", "run_time"):
+        za, zb = np.array(info_a.max // 3, a_type), np.array(info_b.min // 5, b_type)
+    elif zero_points == "row_column":  # onnxruntime takes one zero point for A
+        za = np.array(info_a.min // 7, a_type)
+        zb = rng.integers(0, 9, 37).astype(b_type)
+    model = _byte_matmul_model(a_type, b_type, shape, b, za, zb, zero_points == "run_time")
+    inputs = {"a": a} if zero_points != "run_time" else {"a": a, "za": za}
+    check(model, inputs)
+
+
+def test_matmul_integer_by_constant_weights_with_a_zero_point_per_row():
+    """A zero point per row of A (onnxruntime takes one only): against numpy's int64."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(-128, 128, (3, 9, 16)).astype(np.int8)
+    b = rng.integers(0, 256, (16, 20)).astype(np.uint8)
+    za, zb = rng.integers(-9, 9, 9).astype(np.int8), rng.integers(0, 256, 20).astype(np.uint8)
+    model = _byte_matmul_model("int8", "uint8", a.shape, b, za, zb)
+    want = (a.astype(np.int64) - za[:, None]) @ (b.astype(np.int64) - zb)
+    np.testing.assert_array_equal(run_polyc(model, {"a": a})["y"], want.astype(np.int32))
+
+
+@pytest.mark.parametrize("a_type, b_type, threads", [("uint8", "int8", 1), ("int8", "uint8", 2)])
+def test_byte_products_take_the_register_tile_recipe(a_type, b_type, threads):
+    """A product big enough for the register tiles: B's words packed at compile time,
+    vpdpbusd where the host has VNNI;
+    bit for bit with onnxruntime (the compile ran the legality checker)."""
+    rng = np.random.default_rng(11)
+    info_a, info_b = np.iinfo(a_type), np.iinfo(b_type)
+    a = rng.integers(info_a.min, info_a.max, (2, 30, 260), endpoint=True).astype(a_type)
+    b = rng.integers(info_b.min, info_b.max, (260, 100), endpoint=True).astype(b_type)
+    za, zb = np.array(info_a.max // 2 - 3, a_type), np.array(info_b.max // 2 + 1, b_type)
+    model = _byte_matmul_model(a_type, b_type, a.shape, b, za, zb)
+    compiled = polyc.compile(model, threads=threads)
+    notes = [d for d in compiled.schedule.decisions if d.startswith("tiling: contraction")]
+    assert len(notes) == 1 and "byte_words" in notes[0] and "at compile time" in notes[0]
+    assert ("vpdpbusd" in compiled.compilation.llvm_ir) == bytedot.host_has_vnni()
+    want = run_onnxruntime(model, {"a": a})["y"]
+    np.testing.assert_array_equal(compiled.run({"a": a})["y"], want)
+
+
+def test_byte_dot_product_without_vnni_is_the_same_sum(monkeypatch):
+    """The byte-by-byte form (hosts without AVX-512 VNNI) gives the same int32 sums."""
+    monkeypatch.setattr(bytedot, "host_has_vnni", lambda: False)
+    rng = np.random.default_rng(12)
+    a = rng.integers(0, 256, (40, 64)).astype(np.uint8)
+    b = rng.integers(-128, 128, (64, 48)).astype(np.int8)
+    model = _byte_matmul_model("uint8", "int8", a.shape, b, np.array(131, np.uint8), None)
+    compiled = polyc.compile(model)
+    assert "vpdpbusd" not in compiled.compilation.llvm_ir
+    want = (a.astype(np.int64) - 131) @ b.astype(np.int64)
+    np.testing.assert_array_equal(compiled.run({"a": a})["y"], want.astype(np.int32))

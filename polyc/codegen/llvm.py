@@ -23,7 +23,7 @@ from dataclasses import replace
 import islpy as isl
 from llvmlite import ir
 
-from polyc.codegen import folds, jam, parallel, scalars, sums, transpose, vector
+from polyc.codegen import bytedot, folds, jam, parallel, scalars, sums, transpose, vector
 from polyc.codegen.ast import LoopProgram, Offset, children, parts
 from polyc.codegen.exprs import FAST, I1, I64, int_expr, value_name
 from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
@@ -210,6 +210,16 @@ def _loop_id(module: ir.Module, hint: ir.MDValue) -> ir.MDValue:
     loop_id = module.add_metadata([hint, ir.MetaDataString(module, f"polyc.loop.{count}")])
     loop_id.operands = (loop_id, *loop_id.operands)
     return loop_id
+
+
+def _accumulated_dot4(expr: Call) -> tuple[object, Call] | None:
+    """``(acc, dot)`` for a body ``acc + dot4(..)`` (either order), else None."""
+    if expr.fn != "add":
+        return None
+    for acc, dot in (expr.args, expr.args[::-1]):
+        if isinstance(dot, Call) and dot.fn == "dot4":
+            return acc, dot
+    return None
 
 
 def _lane_by_lane(instance, iterator: str) -> bool:
@@ -786,6 +796,8 @@ class _LoopEmitter:
         elif isinstance(expr, LoadAt):
             at, _ = self._body(expr.at, load, lanes, memo)
             result = load(expr.k, at)
+        elif isinstance(expr, Call) and (expr.fn == "dot4" or _accumulated_dot4(expr)):
+            result = self._dot4(expr, load, lanes, memo)
         elif isinstance(expr, Call) and self.reassociate \
                 and len(terms := sums.terms(expr)) >= sums.LONG_SUM:
             result = self._interleaved_sum([self._body(t, load, lanes, memo) for t in terms])
@@ -800,6 +812,18 @@ class _LoopEmitter:
             raise TypeError(f"not a statement body: {expr!r}")
         memo[expr] = result
         return result
+
+    def _dot4(self, expr: Call, load, lanes, memo) -> tuple[ir.Value, str]:
+        """core's ``dot4``, or ``acc + dot4(..)`` as one byte dot product into ``acc``
+        (:mod:`polyc.codegen.bytedot`)."""
+        acc, dot = (None, expr) if expr.fn == "dot4" else _accumulated_dot4(expr)
+        quads = [self._body(a, load, lanes, memo) for a in dot.args[:4]]
+        word, _ = self._body(dot.args[4], load, lanes, memo)
+        total = ir.Constant(word.type, None) if acc is None else \
+            self._body(acc, load, lanes, memo)[0]
+        value = bytedot.dot4(self.builder, total, [v for v, _ in quads], word,
+                             quads[0][1] == "int8")
+        return value, "int32"
 
     def _quotient(self, expr: Call, load, lanes, memo) -> tuple[ir.Value, str]:
         """A division whose result is rounded to an integer next: rounded once, not a

@@ -76,6 +76,10 @@ FUNCTIONS = MappingProxyType({
     # or -1 for shr of a negative signed x (shr is arithmetic on signed types)
     "shl": 2, "shr": 2,
     "select": 3,
+    # dot4(a0, a1, a2, a3, w): sum over r of a_r * (byte r of the int32 w, signed), in
+    # int32; the a_r are uint8, or int8 read as a_r + 128 (the unsigned operand of the
+    # CPU's byte dot product: AVX-512 VNNI's vpdpbusd)
+    "dot4": 5,
     **{f"cast_{dtype}": 1 for dtype in DTYPES},
     **{f"bitcast_{dtype}": 1 for dtype in DTYPES},  # the same bits read as dtype
 })
@@ -131,6 +135,12 @@ def result_dtype(fn: str, operands: tuple[str, ...]) -> str:
                              "types of one width, not the narrow floats (float32 in "
                              "registers)")
         return target
+    if fn == "dot4":
+        if len(set(operands[:4])) != 1 or operands[0] not in ("uint8", "int8") \
+                or operands[4] != "int32":
+            raise DtypeError(f"dot4 takes four uint8 or int8 bytes and an int32 word, got "
+                             f"{', '.join(operands)}")
+        return "int32"
     values = operands[1:] if fn == "select" else operands
     if fn == "select" and operands[0] != "bool":
         raise DtypeError(f"select needs a bool condition, got {operands[0]}")

@@ -107,6 +107,15 @@ def _shift(x, y, *, left: bool):
     return np.where(inside, shifted, outside).astype(x.dtype)
 
 
+def _dot4(*args) -> np.ndarray:
+    """core's dot4: four bytes (int8 read as a + 128) times the signed bytes of a word."""
+    *a, w = (np.asarray(x) for x in args)
+    words = w.astype("<i4")[..., None].view(np.int8).astype(np.int32)
+    offset = 128 if a[0].dtype == np.int8 else 0
+    return sum((a[r].astype(np.int32) + offset) * words[..., r] for r in range(4)
+               ).astype(np.int32)
+
+
 def _integer(x) -> bool:
     return np.asarray(x).dtype.kind in "iu"
 
@@ -131,7 +140,7 @@ NUMPY_FUNCTIONS = {
     "eq": np.equal,
     "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor, "not": np.invert,
     "shl": lambda x, y: _shift(x, y, left=True), "shr": lambda x, y: _shift(x, y, left=False),
-    "select": np.where,
+    "select": np.where, "dot4": _dot4,
     **{name: _cast(dtype) for name, dtype in core.CASTS.items()},
     **{name: _bitcast(dtype) for name, dtype in core.BITCASTS.items()},
 }

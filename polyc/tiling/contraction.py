@@ -4,6 +4,8 @@ A band qualifies when it schedules one statement alone, is permutable, its membe
 the statement's loops in some order (unit rows), the domain is a box from 0, and the
 body is ``acc + x * y`` (times constants) with ``acc`` reading exactly what the
 statement writes.
+An int8 product written as byte dot products (``acc + dot4(a0, .., a3, w)``,
+:mod:`polyc.frontend.ops.byte_product`) qualifies as ``acc + a0 * w`` with int32 sums.
 The loops then take roles, from the access strides:
 
 - ``k``: the one loop the write does not use (the reduction); or several (a direct
@@ -107,9 +109,10 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
     if len(statements) != 1 or not band.band_get_permutable():
         return None
     statement = scop.statement(statements[0].get_tuple_name())
-    if scop.array(statement.write.array).dtype != "float32":
-        return None  # the register tile and packing are float32 code
     operands = _operands(statement)
+    if scop.array(statement.write.array).dtype != ("int32" if _byte_dot(statement.body)
+                                                   else "float32"):
+        return None  # the register tile and packing are float32 code, or byte dot products
     extents = _box_extents(scop, statement.domain)
     if operands is None or extents is None:
         return None
@@ -197,12 +200,22 @@ def _operands(statement: Statement) -> tuple[int, int] | None:
     return None
 
 
+def _byte_dot(body) -> bool:
+    """The body is ``acc + dot4(a0, a1, a2, a3, w)`` (an int8 product's words)."""
+    return isinstance(body, Call) and body.fn == "add" and any(
+        isinstance(arg, Call) and arg.fn == "dot4" for arg in body.args)
+
+
 def _factors(expr) -> list[int] | None:
     """The loads multiplied in ``expr`` (a product of loads and constants), or None."""
     if isinstance(expr, Load):
         return [expr.k]
     if isinstance(expr, Const):
         return []
+    if isinstance(expr, Call) and expr.fn == "dot4":  # the bytes' first, and the word
+        loads = [_factors(arg) for arg in expr.args]
+        return None if any(part is None or len(part) != 1 for part in loads) \
+            else [loads[0][0], loads[4][0]]
     if isinstance(expr, Call) and expr.fn == "mul":
         parts = [_factors(arg) for arg in expr.args]
         return None if None in parts else [k for part in parts for k in part]

@@ -33,6 +33,7 @@ from polyc.frontend.core import (
     value_range,
 )
 from polyc.frontend.load import dtype_name
+from polyc.frontend.ops.byte_product import byte_product
 from polyc.frontend.ops.elementwise import minifloat_cast
 from polyc.frontend.ops.indexing import first_element, normalize_axis
 from polyc.frontend.ops.linalg import product
@@ -173,6 +174,9 @@ def _integer_product(ctx, A, B, a_zero_point, b_zero_point):
             raise ctx.unsupported(f"zero point '{zero_point.name}' of shape "
                                   f"{list(zero_point.shape)}: polyc takes one value or one "
                                   "per row of A (column of B)")
+    words = byte_product(ctx, A, B, a_zero_point, b_zero_point)
+    if words is not None:
+        return words
     return product(ctx, A, B, lambda a, b, m, n: Call("mul", (shifted(a, a_zero_point, m),
                                                              shifted(b, b_zero_point, n))),
                    Const(0, "int32"), "matmul_integer")

@@ -1,0 +1,103 @@
+"""An 8-bit integer MatMul with constant weights as byte dot products (core ``dot4``).
+
+``Y[.., i, j] = sum_k (A[.., i, k] - za) * (B[k, j] - zb)`` in int32, for uint8 or int8
+A and B, with B a 2-D constant and K a multiple of 4. The CPU's byte dot product
+(AVX-512 VNNI ``vpdpbusd``) multiplies 4 unsigned bytes by 4 signed ones and adds the
+sum to an int32 lane, so the operands are brought to that form:
+
+- ``a' = A + sa`` with ``sa = 128`` for int8 A (``dot4`` reads an int8 that way) and 0
+  for uint8;
+- ``b' = B - sb`` with ``sb = 128`` for uint8 B and 0 for int8, done at compile time,
+  its 4 bytes ``b'[4k .. 4k+3, j]`` packed in the int32 word ``W[k, j]``.
+
+Then with ``alpha = za + sa`` (one value or one per row) and ``beta = zb - sb`` (one or
+one per column)::
+
+    Y = sum_k a' b'  -  alpha * colsum(b')[j]  -  beta * rowsum(a')[i]  +  K alpha beta
+
+The first term is one Reduce over ``(.., i, j, K/4)`` of ``dot4`` (a contraction the
+register-tile recipe takes, B's words packed like float weights); ``colsum(b')`` is a
+constant; ``rowsum(a')`` (only when ``beta`` may be nonzero: int8 weights quantized with
+a zero point, or uint8 weights) is a Reduce over A. int32 arithmetic wraps, so the
+terms give the exact sum whenever it fits in int32, as the plain loops do.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from polyc.frontend.core import Call, Const, Ix, Read, identity_index
+from polyc.frontend.ops.indexing import first_element
+
+BYTES = ("uint8", "int8")
+OFFSET = 128  # int8 <-> uint8: the sign bit flipped
+
+
+def byte_product(ctx, A, B, a_zero_point, b_zero_point):
+    """The tensor of the int32 product, or None when it does not take this form."""
+    weights = ctx.constant_value(B)
+    k_size = A.shape[-1] if A.shape else None
+    if (A.dtype not in BYTES or B.dtype not in BYTES or weights is None
+            or len(B.shape) != 2 or len(A.shape) < 2 or not isinstance(k_size, int)
+            or k_size % 4 or not k_size or B.shape[0] != k_size):
+        return None
+    shifted = weights.astype(np.int32) - (OFFSET if B.dtype == "uint8" else 0)
+    quads = shifted.astype(np.int8).reshape(k_size // 4, 4, B.shape[1])
+    words = np.ascontiguousarray(quads.transpose(0, 2, 1)).view("<i4")[..., 0]
+    W = ctx.constant(words.astype(np.int32), label="byte_words")
+    out_shape = tuple(A.shape[:-1]) + (B.shape[1],)
+    rank = len(out_shape)
+    i, j, k = Ix.var(rank - 2), Ix.var(rank - 1), Ix.var(rank, 4)
+    batch = identity_index(rank - 2)
+    quad = tuple(Read(A.name, batch + (i, Ix(k.terms, r))) for r in range(4))
+    raw = ctx.reduce(out_shape=out_shape, init=Const(0, "int32"),
+                     extents=out_shape + (k_size // 4,), out_index=identity_index(rank),
+                     combiner="add", expr=Call("dot4", quad + (Read(W.name, (Ix.var(rank), j)),)),
+                     label="byte_product")
+    alpha = _shift(ctx, a_zero_point, OFFSET if A.dtype == "int8" else 0, i)
+    beta = _shift(ctx, b_zero_point, -OFFSET if B.dtype == "uint8" else 0, j)
+    value = Read(raw.name, identity_index(rank))
+    if alpha != Const(0, "int32"):
+        sums = ctx.constant(shifted.sum(axis=0).astype(np.int32), label="weight_sums")
+        value = _minus(value, _times(alpha, Read(sums.name, (j,))))
+    if beta != Const(0, "int32"):
+        rows = _row_sums(ctx, A, OFFSET if A.dtype == "int8" else 0)
+        value = _minus(value, _times(beta, Read(rows.name, identity_index(rank - 1))))
+        if alpha != Const(0, "int32"):
+            value = Call("add", (value, _times(Const(k_size, "int32"),
+                                               _times(alpha, beta))))
+    if value == Read(raw.name, identity_index(rank)):
+        return raw
+    return ctx.map(out_shape, value, label="zero_points")
+
+
+def _shift(ctx, zero_point, offset: int, index: Ix):
+    """``zero_point + offset`` in int32: a Const when it is known at compile time (a
+    constant of one value), else an expression (one value, or one per ``index``)."""
+    if zero_point is None:
+        return Const(offset, "int32")
+    value = ctx.constant_value(zero_point)
+    if value is not None and value.size == 1:
+        return Const(int(value.reshape(-1)[0]) + offset, "int32")
+    per_tensor = int(np.prod(zero_point.shape)) == 1
+    zero = first_element(zero_point) if per_tensor else Read(zero_point.name, (index,))
+    zero = Call("cast_int32", (zero,))
+    return zero if not offset else Call("add", (zero, Const(offset, "int32")))
+
+
+def _row_sums(ctx, A, offset: int):
+    """``sum_k A[.., i, k] + K * offset`` over A's last dim, in int32."""
+    rank = len(A.shape)
+    init = Const(A.shape[-1] * offset, "int32")
+    return ctx.reduce(out_shape=A.shape[:-1], init=init, extents=A.shape,
+                      out_index=identity_index(rank - 1), combiner="add",
+                      expr=Call("cast_int32", (Read(A.name, identity_index(rank)),)),
+                      label="row_sums")
+
+
+def _times(x, y):
+    return Call("mul", (x, y))
+
+
+def _minus(x, y):
+    return Call("sub", (x, y))
