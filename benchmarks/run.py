@@ -169,6 +169,43 @@ def conv_case(name, channels, size, *, kernel=3, stride=1, out_channels=None,
     return name, model, {"x": x}, None
 
 
+def _quantized(name, node, x, w, out_shape, **attrs):
+    """A QLinear* node over a uint8 input with int8 weights (scale per output channel for
+    a conv), the scales and zero points as a static quantization writes them."""
+    rng = np.random.default_rng(1)
+    channels = w.shape[0] if node == "QLinearConv" else w.shape[1]
+    w_scale = rng.uniform(0.002, 0.01, channels if node == "QLinearConv" else ()).astype(
+        np.float32)
+    inits = [("xs", np.array(0.02, np.float32)), ("xz", np.array(121, np.uint8)), ("w", w),
+             ("ws", w_scale), ("wz", np.zeros(w_scale.shape, np.int8)),
+             ("ys", np.array(0.05, np.float32)), ("yz", np.array(7, np.uint8))]
+    nodes = [helper.make_node(node, ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"],
+                              **attrs)]
+    vi = lambda n, shape: helper.make_tensor_value_info(n, TensorProto.UINT8, list(shape))  # noqa: E731
+    model = _model(nodes, [vi("x", x.shape)], [vi("y", out_shape)],
+                   [onnx.numpy_helper.from_array(v, k) for k, v in inits])
+    return name, model, {"x": x}, None
+
+
+def qlinear_conv_case(name, channels, size, *, stride=1, out_channels=None):
+    """QLinearConv 3x3 (same padding), uint8 activations, int8 weights."""
+    out_channels = out_channels or channels
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (1, channels, size, size)).astype(np.uint8)
+    w = rng.integers(-127, 128, (out_channels, channels, 3, 3)).astype(np.int8)
+    out_size = (size - 1) // stride + 1
+    return _quantized(name, "QLinearConv", x, w, (1, out_channels, out_size, out_size),
+                      pads=[1] * 4, strides=[stride] * 2)
+
+
+def qlinear_matmul_case(m, k, n):
+    """QLinearMatMul of uint8 activations by int8 weights."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (m, k)).astype(np.uint8)
+    w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    return _quantized(f"qlinearmatmul {m}x{k}x{n}", "QLinearMatMul", x, w, (m, n))
+
+
 def mlp_case():
     """The bundled example; its numpy column is left empty (onnxruntime is the reference)."""
     model = onnx.load(str(HERE.parent / "examples" / "mlp.onnx"))
@@ -214,6 +251,10 @@ CASES = {
                                       out_channels=128),
     "conv3x3s2_160": lambda: conv_case("conv3x3 s2 16->32 160x160", 16, 160, stride=2,
                                        out_channels=32),
+    "qmatmul512": lambda: qlinear_matmul_case(512, 512, 512),
+    "qconv3x3_56": lambda: qlinear_conv_case("qlinearconv3x3 64x56x56", 64, 56),
+    "qconv3x3s2_28": lambda: qlinear_conv_case("qlinearconv3x3 s2 128->256 28x28", 128, 28,
+                                               stride=2, out_channels=256),
 }
 
 

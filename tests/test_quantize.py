@@ -248,3 +248,37 @@ def test_byte_dot_product_without_vnni_is_the_same_sum(monkeypatch):
     assert "vpdpbusd" not in compiled.compilation.llvm_ir
     want = (a.astype(np.int64) - 131) @ b.astype(np.int64)
     np.testing.assert_array_equal(compiled.run({"a": a})["y"], want.astype(np.int32))
+
+
+@pytest.mark.parametrize("x_type, w_type, channels, attrs, zero", [
+    ("uint8", "int8", 32, {"pads": [1, 1, 1, 1]}, "constant"),
+    ("uint8", "uint8", 32, {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "run_time"),
+    ("int8", "int8", 6, {"pads": [2, 1, 0, 1], "dilations": [2, 1]}, "constant"),
+    ("uint8", "int8", 3, {"strides": [2, 1]}, "none"),
+    ("uint8", "uint8", 16, {"pads": [1, 1, 1, 1]}, "off_centre"),  # plain loops
+])
+def test_conv_integer_by_constant_weights_as_byte_dot_products(x_type, w_type, channels,
+                                                               attrs, zero):
+    """ConvInteger as byte dot products (byte_conv): a channels-last padded copy holding
+    x's zero point, channels rounded up to 4, the register-tile recipe over output
+    channels; weights whose zero point is off their byte offset take the plain loops.
+    Bit for bit with onnxruntime."""
+    rng = np.random.default_rng(channels)
+    info_x, info_w = np.iinfo(x_type), np.iinfo(w_type)
+    x = rng.integers(info_x.min, info_x.max, (2, channels, 30, 29), endpoint=True).astype(x_type)
+    w = rng.integers(info_w.min, info_w.max, (48, channels, 3, 3), endpoint=True).astype(w_type)
+    w_zero = {"uint8": 128, "int8": 0}[w_type] + (3 if zero == "off_centre" else 0)
+    x_zero = np.array(info_x.max // 2 + 5, x_type)
+    names = ["x", "w", "" if zero == "none" else "xz", "wz"]
+    inputs = [("x", x.shape, INTS[x_type])] + ([("xz", (), INTS[x_type])]
+                                                if zero == "run_time" else [])
+    inits = [("w", w), ("wz", np.array(w_zero, w_type))] + \
+        ([("xz", x_zero)] if zero in ("constant", "off_centre") else [])
+    model = make_model([node("ConvInteger", names, ["y"], **attrs)], inputs,
+                       [("y", None, T.INT32)], initializers=inits, opset=10)
+    compiled = polyc.compile(model)
+    notes = [d for d in compiled.schedule.decisions if d.startswith("tiling: contraction")]
+    assert any("conv_words" in note for note in notes) == (zero != "off_centre")
+    feeds = {"x": x, "xz": x_zero} if zero == "run_time" else {"x": x}
+    want = run_onnxruntime(model, feeds)["y"]
+    np.testing.assert_array_equal(compiled.run(feeds)["y"], want)

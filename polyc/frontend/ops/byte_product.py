@@ -41,10 +41,8 @@ def byte_product(ctx, A, B, a_zero_point, b_zero_point):
             or len(B.shape) != 2 or len(A.shape) < 2 or not isinstance(k_size, int)
             or k_size % 4 or not k_size or B.shape[0] != k_size):
         return None
-    shifted = weights.astype(np.int32) - (OFFSET if B.dtype == "uint8" else 0)
-    quads = shifted.astype(np.int8).reshape(k_size // 4, 4, B.shape[1])
-    words = np.ascontiguousarray(quads.transpose(0, 2, 1)).view("<i4")[..., 0]
-    W = ctx.constant(words.astype(np.int32), label="byte_words")
+    shifted = signed_weights(weights, B.dtype)
+    W = ctx.constant(words(shifted), label="byte_words")
     out_shape = tuple(A.shape[:-1]) + (B.shape[1],)
     rank = len(out_shape)
     i, j, k = Ix.var(rank - 2), Ix.var(rank - 1), Ix.var(rank, 4)
@@ -54,12 +52,12 @@ def byte_product(ctx, A, B, a_zero_point, b_zero_point):
                      extents=out_shape + (k_size // 4,), out_index=identity_index(rank),
                      combiner="add", expr=Call("dot4", quad + (Read(W.name, (Ix.var(rank), j)),)),
                      label="byte_product")
-    alpha = _shift(ctx, a_zero_point, OFFSET if A.dtype == "int8" else 0, i)
-    beta = _shift(ctx, b_zero_point, -OFFSET if B.dtype == "uint8" else 0, j)
+    alpha = shift(ctx, a_zero_point, OFFSET if A.dtype == "int8" else 0, i)
+    beta = shift(ctx, b_zero_point, -OFFSET if B.dtype == "uint8" else 0, j)
     value = Read(raw.name, identity_index(rank))
     if alpha != Const(0, "int32"):
         sums = ctx.constant(shifted.sum(axis=0).astype(np.int32), label="weight_sums")
-        value = _minus(value, _times(alpha, Read(sums.name, (j,))))
+        value = Call("sub", (value, Call("mul", (alpha, Read(sums.name, (j,))))))
     if beta != Const(0, "int32"):
         rows = _row_sums(ctx, A, OFFSET if A.dtype == "int8" else 0)
         value = _minus(value, _times(beta, Read(rows.name, identity_index(rank - 1))))
@@ -71,7 +69,20 @@ def byte_product(ctx, A, B, a_zero_point, b_zero_point):
     return ctx.map(out_shape, value, label="zero_points")
 
 
-def _shift(ctx, zero_point, offset: int, index: Ix):
+def signed_weights(weights: np.ndarray, dtype: str) -> np.ndarray:
+    """Constant 8-bit weights as the signed bytes ``dot4`` takes: uint8 ones minus 128
+    (int32 values in [-128, 127])."""
+    return weights.astype(np.int32) - (OFFSET if dtype == "uint8" else 0)
+
+
+def words(shifted: np.ndarray) -> np.ndarray:
+    """int32 words of signed bytes: word ``[q, ..]`` holds ``shifted[4q + r, ..]`` as its
+    byte ``r`` (little-endian); the first dim a multiple of 4."""
+    quads = shifted.astype(np.int8).reshape(shifted.shape[0] // 4, 4, *shifted.shape[1:])
+    return np.ascontiguousarray(np.moveaxis(quads, 1, -1)).view("<i4")[..., 0].astype(np.int32)
+
+
+def shift(ctx, zero_point, offset: int, index: Ix):
     """``zero_point + offset`` in int32: a Const when it is known at compile time (a
     constant of one value), else an expression (one value, or one per ``index``)."""
     if zero_point is None:

@@ -8,7 +8,8 @@ outside which reads 0, when the zero point comes at run time), so it adds nothin
 QLinearConv adds its int32 bias and requantizes as QLinearMatMul does:
 ``clamp(round(acc * x_scale * w_scale / y_scale) + y_zero_point)`` (``w_scale`` and
 ``w_zero_point`` one value or one per output channel).
-These run as plain loops (no int8 register recipe).
+2-D convolutions by constant weights whose zero point their byte offset cancels run as
+byte dot products (:mod:`polyc.frontend.ops.byte_conv`); the others as plain loops.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from polyc.frontend.core import Call, Const, Ix, Read, identity_index
+from polyc.frontend.ops.byte_conv import byte_conv
 from polyc.frontend.ops.indexing import first_element
 from polyc.frontend.ops.quantize import requantized, shifted
 from polyc.frontend.ops.registry import onnx_op
@@ -73,6 +75,9 @@ def _integer_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group: int, kerne
     out_channel = Ix(((1, out_per_group), (2, 1)))
     if x_zero_point is not None and int(np.prod(x_zero_point.shape)) != 1:
         raise ctx.unsupported(f"x_zero_point of shape {list(x_zero_point.shape)}: one value")
+    words = byte_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group, win)
+    if words is not None:
+        return words
     value = ctx.constant_value(x_zero_point)
     spatial = win.index(3, 4 + rank)
     if x_zero_point is None or value is not None:  # the padding reads the zero point
