@@ -14,9 +14,10 @@ LIGHT_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 LIGHT = sorted(p.stem.removeprefix("light_") for p in LIGHT_DIR.glob("light_*.onnx"))
 TORCH = ("resnet18", "mlp2", "bert_layer", "encoder6", "mobilenetv2", "mobilenetv3", "efficientnet",
          "yolo_head", "bert4", "lstm_tagger", "gru_frames")
-# float models quantized by onnxruntime.quantization (int8 weights, activations quantized
-# at run time: DynamicQuantizeLinear, MatMulInteger)
-QUANTIZED = ("mlp_int8",)
+# float models quantized by onnxruntime.quantization: mlp_int8 dynamically (int8 weights,
+# activations quantized at run time: DynamicQuantizeLinear, MatMulInteger), cnn_int8
+# statically in the QDQ format (DequantizeLinear -> Conv -> QuantizeLinear)
+QUANTIZED = ("mlp_int8", "cnn_int8")
 RTOL, ATOL = 1e-4, 1e-5  # the issue's tolerances, unless a model documents otherwise
 
 
@@ -31,7 +32,7 @@ def load(name: str, seed: int = 0, *, random_weights: bool = False
         from torch_models import export  # torch is imported only when needed
         return export(name, seed)
     if name in QUANTIZED:
-        return quantized_mlp(seed)
+        return quantized_mlp(seed) if name == "mlp_int8" else quantized_cnn(seed)
     model = onnx.load(str(LIGHT_DIR / f"light_{name}.onnx"))
     if random_weights:
         model = randomize_weights(model, seed)
@@ -113,6 +114,62 @@ def quantized_mlp(seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]
                          weight_type=QuantType.QInt8)
         quantized = onnx.load(f"{folder}/int8.onnx")
     return quantized, {"x": rng.standard_normal((8, 784), dtype=np.float32)}
+
+
+def quantized_cnn(seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A MobileNet-style CNN (3x3 stride-2 conv, three depthwise 3x3 + pointwise pairs,
+    Relu after each conv, global average pool, a 128 -> 10 classifier; He-scaled seeded
+    weights) over a 96x96 image, quantized by onnxruntime's ``quantize_static`` in the QDQ
+    format (uint8 activations calibrated on 4 seeded inputs, int8 weights per channel),
+    and a seeded input."""
+    import tempfile
+
+    from onnx import helper, numpy_helper
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    rng = np.random.default_rng(seed)
+    weights, nodes = {}, []
+
+    def conv(name, x, cin, cout, kernel, stride=1, group=1):
+        fan_in = cin // group * kernel * kernel
+        weights[f"{name}_w"] = (rng.standard_normal((cout, cin // group, kernel, kernel))
+                                * np.sqrt(2 / fan_in)).astype(np.float32)
+        weights[f"{name}_b"] = (rng.standard_normal(cout) * 0.1).astype(np.float32)
+        nodes.append(helper.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [f"{name}_c"],
+                                      kernel_shape=[kernel] * 2, pads=[kernel // 2] * 4,
+                                      strides=[stride] * 2, group=group))
+        nodes.append(helper.make_node("Relu", [f"{name}_c"], [f"{name}_r"]))
+        return f"{name}_r"
+
+    x = conv("c1", "x", 3, 32, 3, 2)
+    for k, (cin, cout, stride) in enumerate([(32, 64, 1), (64, 128, 2), (128, 128, 1)]):
+        x = conv(f"p{k}", conv(f"d{k}", x, cin, cin, 3, stride, group=cin), cin, cout, 1)
+    weights["fc_w"] = (rng.standard_normal((128, 10)) * 0.1).astype(np.float32)
+    nodes += [helper.make_node("GlobalAveragePool", [x], ["gap"]),
+              helper.make_node("Flatten", ["gap"], ["flat"]),
+              helper.make_node("MatMul", ["flat", "fc_w"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "cnn_int8", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT,
+                                                          (1, 3, 96, 96))],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, (1, 10))],
+        initializer=[numpy_helper.from_array(v, k) for k, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    images = [{"x": rng.standard_normal((1, 3, 96, 96), dtype=np.float32)} for _ in range(5)]
+
+    class Images(CalibrationDataReader):
+        def __init__(self):
+            self.left = iter(images[:4])
+
+        def get_next(self):
+            return next(self.left, None)
+
+    with tempfile.TemporaryDirectory() as folder:
+        onnx.save(model, f"{folder}/float.onnx")
+        quantize_static(f"{folder}/float.onnx", f"{folder}/int8.onnx", Images(),
+                        quant_format=QuantFormat.QDQ, per_channel=True)
+        quantized = onnx.load(f"{folder}/int8.onnx")
+    return quantized, images[4]
 
 
 def run_onnxruntime(model: onnx.ModelProto, inputs, threads: int = 1):

@@ -282,3 +282,95 @@ def test_conv_integer_by_constant_weights_as_byte_dot_products(x_type, w_type, c
     feeds = {"x": x, "xz": x_zero} if zero == "run_time" else {"x": x}
     want = run_onnxruntime(model, feeds)["y"]
     np.testing.assert_array_equal(compiled.run(feeds)["y"], want)
+
+
+@pytest.mark.parametrize("x_type, stride, zero", [("uint8", 1, "constant"), ("int8", 2, "run_time"),
+                                                  ("uint8", 1, "per_channel")])
+def test_depthwise_qlinear_conv_runs_exactly_in_floats(x_type, stride, zero):
+    """A depthwise QLinearConv whose sums stay below 2**24 runs as the float depthwise
+    conv of the shifted values (exact), then requantizes: bit for bit with onnxruntime."""
+    rng = np.random.default_rng(stride)
+    info = np.iinfo(x_type)
+    x = rng.integers(info.min, info.max, (1, 24, 17, 16), endpoint=True).astype(x_type)
+    w = rng.integers(-127, 128, (24, 1, 3, 3)).astype(np.int8)
+    per_channel = zero == "per_channel"
+    w_scale = (rng.uniform(0.002, 0.01, 24) if per_channel else np.array(0.004)).astype(
+        np.float32)
+    w_zero = rng.integers(-3, 4, 24).astype(np.int8) if per_channel else np.array(0, np.int8)
+    x_zero = np.array(info.min + 100, x_type)
+    inputs = [("x", x.shape, INTS[x_type])] + ([("xz", (), INTS[x_type])]
+                                                if zero == "run_time" else [])
+    inits = [("xs", np.array(0.02, np.float32)), ("w", w), ("ws", w_scale), ("wz", w_zero),
+             ("ys", np.array(0.03, np.float32)), ("yz", np.array(info.min + 9, x_type)),
+             ("b", rng.integers(-900, 900, 24).astype(np.int32))] + \
+        ([] if zero == "run_time" else [("xz", x_zero)])
+    model = make_model([node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                             ["y"], group=24, pads=[1, 1, 1, 1], strides=[stride, stride])],
+                       inputs, [("y", None, INTS[x_type])], initializers=inits, opset=10)
+    compiled = polyc.compile(model)
+    assert "conv_integer_floats" in str(compiled.compilation.graph)
+    feeds = {"x": x, "xz": x_zero} if zero == "run_time" else {"x": x}
+    want = run_onnxruntime(model, feeds)["y"]
+    np.testing.assert_array_equal(compiled.run(feeds)["y"], want)
+
+
+def _qdq_model(op, x_type, w, w_scale, bias_scale_factor=1.0, opset=13):
+    """float x -> Q -> DQ -> ``op`` (DQ of the 8-bit weights, a Conv's DQ'd int32 bias) ->
+    Q -> DQ -> y: the QDQ form a static quantization writes."""
+    rng = np.random.default_rng(4)
+    x_zero = np.array(3 if x_type == "uint8" else -2, x_type)
+    inits = [("xs", np.array(0.05, np.float32)), ("xz", x_zero), ("wq", w),
+             ("ws", w_scale), ("wz", np.zeros(w_scale.shape, w.dtype)),
+             ("ys", np.array(0.2, np.float32)), ("yz", np.array(5, x_type))]
+    nodes = [node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"]),
+             node("DequantizeLinear", ["wq", "ws", "wz"], ["wf"], axis=0)]
+    if op == "Conv":
+        bias = rng.integers(-2000, 2000, w.shape[0]).astype(np.int32)
+        inits += [("bq", bias), ("bs", (0.05 * w_scale * bias_scale_factor).astype(np.float32)),
+                  ("bz", np.zeros(w.shape[0], np.int32))]
+        nodes += [node("DequantizeLinear", ["bq", "bs", "bz"], ["bf"], axis=0),
+                  node("Conv", ["xf", "wf", "bf"], ["c"], pads=[1, 1, 1, 1])]
+        x_shape, y_shape = (1, w.shape[1], 10, 9), (1, w.shape[0], 10, 9)
+    else:
+        nodes.append(node("MatMul", ["xf", "wf"], ["c"]))
+        x_shape, y_shape = (6, w.shape[0]), (6, w.shape[1])
+    nodes += [node("QuantizeLinear", ["c", "ys", "yz"], ["yq"]),
+              node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    model = make_model(nodes, [("x", x_shape)], [("y", y_shape)], initializers=inits,
+                       opset=opset)
+    return model, {"x": rng.standard_normal(x_shape).astype(np.float32) * 2}
+
+
+@pytest.mark.parametrize("op, x_type", [("Conv", "uint8"), ("Conv", "int8"),
+                                        ("MatMul", "uint8"), ("MatMul", "int8")])
+def test_qdq_conv_and_matmul_become_qlinear_ops(op, x_type):
+    """DequantizeLinear -> Conv / MatMul -> QuantizeLinear is QLinearConv / QLinearMatMul
+    (cleanup/quantized.py), as onnxruntime runs it: bit for bit (opset 13, whose
+    DequantizeLinear the reference evaluator folds at version 19)."""
+    rng = np.random.default_rng(5)
+    if op == "Conv":
+        w = rng.integers(-127, 128, (16, 8, 3, 3)).astype(np.int8)
+        w_scale = rng.uniform(0.005, 0.02, 16).astype(np.float32)
+    else:
+        w, w_scale = rng.integers(-127, 128, (32, 20)).astype(np.int8), np.array(0.01, np.float32)
+    model, inputs = _qdq_model(op, x_type, w, w_scale)
+    compiled = polyc.compile(model)
+    assert any(note.startswith("fused 1 DequantizeLinear") for note in
+               compiled.compilation.graph.notes)
+    assert not any("could not fold" in note for note in compiled.compilation.graph.notes)
+    want = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_array_equal(compiled.run(inputs)["y"], want)
+
+
+def test_qdq_conv_with_a_bias_off_its_scale_stays_float():
+    """A bias dequantized with another scale than x_scale * w_scale is no QLinearConv bias:
+    the pattern stays float arithmetic (within a quantization step of onnxruntime)."""
+    rng = np.random.default_rng(6)
+    w = rng.integers(-127, 128, (16, 8, 3, 3)).astype(np.int8)
+    model, inputs = _qdq_model("Conv", "uint8", w, np.full(16, 0.01, np.float32),
+                               bias_scale_factor=1.5)
+    compiled = polyc.compile(model)
+    assert not any(note.startswith("fused") for note in compiled.compilation.graph.notes)
+    want = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(compiled.run(inputs)["y"], want, rtol=0, atol=0.2 + 1e-6)

@@ -8,6 +8,8 @@ that records what it did in ``OnnxGraph.notes``; one module per family of passes
   (evaluated by ``onnx.reference``), If nodes of constant conditions (the branch they
   take, inlined), to a fixed point;
 - ``identities``: Identity and inference Dropout;
+- ``quantized``: DequantizeLinear -> Conv/MatMul -> QuantizeLinear as QLinearConv /
+  QLinearMatMul (before constant folding dequantizes the weights);
 - ``batchnorm``: BatchNormalization folded into the Conv or Gemm before it;
 - ``layout``: Flatten/Squeeze/Unsqueeze as Reshape, Reshape and Transpose chains.
 
@@ -28,6 +30,7 @@ from polyc.frontend.cleanup.dead import drop_unused_constants, remove_dead_nodes
 from polyc.frontend.cleanup.describe import describe, to_model
 from polyc.frontend.cleanup.identities import remove_identities
 from polyc.frontend.cleanup.layout import canonical_reshapes, collapse_layout_chains
+from polyc.frontend.cleanup.quantized import fuse_quantized_ops
 from polyc.frontend.load import OnnxGraph
 
 
@@ -35,6 +38,7 @@ def cleanup(graph: OnnxGraph) -> OnnxGraph:
     """The clean-up passes in order; ``graph.notes`` gains what each one did."""
     graph = remove_dead_nodes(graph)
     graph = fold_constant_nodes(graph)
+    graph = remove_dead_nodes(fuse_quantized_ops(graph))
     graph = fold_shapes_and_constants(graph)
     graph = remove_identities(graph)
     graph = fold_shapes_and_constants(graph)  # what a removed Dropout's mask feeds
@@ -48,6 +52,7 @@ def cleanup(graph: OnnxGraph) -> OnnxGraph:
 __all__ = [
     "canonical_reshapes", "cleanup", "collapse_layout_chains", "describe",
     "drop_unused_constants", "fold_batch_norm", "fold_constant_nodes", "fold_constants",
-    "fold_shape_ops", "fold_shapes_and_constants", "remove_dead_nodes", "remove_identities",
+    "fold_shape_ops", "fold_shapes_and_constants", "fuse_quantized_ops", "remove_dead_nodes",
+    "remove_identities",
     "to_model",
 ]

@@ -208,9 +208,18 @@ def _fold_constants(graph: OnnxGraph) -> tuple[OnnxGraph, int, list[str]]:
     return dataclasses.replace(graph, nodes=tuple(kept), constants=constants), folded, failures
 
 
+# ops the reference evaluator implements from a later version only, whose meaning on
+# the types the earlier versions take is the same: evaluated at that version
+# (DequantizeLinear-10/13 of int8 weights: "No implementation ... version 17")
+LATER_VERSION = {"DequantizeLinear": 19, "QuantizeLinear": 19}
+
+
 def _evaluate_node(node: onnx.NodeProto, constants, opset_imports) -> dict[str, np.ndarray]:
     """The outputs of ``node`` run alone on constant inputs by the ONNX reference evaluator."""
     helper = onnx.helper
+    if node.domain in ("", "ai.onnx") and node.op_type in LATER_VERSION:
+        opset_imports = [(d, max(v, LATER_VERSION[node.op_type]) if d in ("", "ai.onnx")
+                          else v) for d, v in opset_imports]
     names = list(dict.fromkeys(i for i in node.input if i))
     inputs = [helper.make_tensor_value_info(
         n, helper.np_dtype_to_tensor_dtype(constants[n].dtype), constants[n].shape)

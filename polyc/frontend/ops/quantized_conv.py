@@ -9,7 +9,9 @@ QLinearConv adds its int32 bias and requantizes as QLinearMatMul does:
 ``clamp(round(acc * x_scale * w_scale / y_scale) + y_zero_point)`` (``w_scale`` and
 ``w_zero_point`` one value or one per output channel).
 2-D convolutions by constant weights whose zero point their byte offset cancels run as
-byte dot products (:mod:`polyc.frontend.ops.byte_conv`); the others as plain loops.
+byte dot products (:mod:`polyc.frontend.ops.byte_conv`); depthwise ones whose sums stay
+below 2**24 as the float depthwise conv (exact: integers in float32); the others as
+plain loops.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 
 from polyc.frontend.core import Call, Const, Ix, Read, identity_index
 from polyc.frontend.ops.byte_conv import byte_conv
+from polyc.frontend.ops.conv import Conv
 from polyc.frontend.ops.indexing import first_element
 from polyc.frontend.ops.quantize import requantized, shifted
 from polyc.frontend.ops.registry import onnx_op
@@ -78,6 +81,11 @@ def _integer_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group: int, kerne
     words = byte_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group, win)
     if words is not None:
         return words
+    if group == channels == out_channels:
+        exact = _depthwise_in_floats(ctx, x, w, x_zero_point, w_zero_point, bias, kernel,
+                                     attributes)
+        if exact is not None:
+            return exact
     value = ctx.constant_value(x_zero_point)
     spatial = win.index(3, 4 + rank)
     if x_zero_point is None or value is not None:  # the padding reads the zero point
@@ -99,6 +107,36 @@ def _integer_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group: int, kerne
                      out_index=identity_index(len(out_shape)), combiner="add",
                      expr=Call("mul", (shifted_x, shifted_w)), label="conv_integer")
     return ctx.view(acc, (n, out_channels) + win.out, label="conv_integer_channels")
+
+
+def _depthwise_in_floats(ctx, x, w, x_zero_point, w_zero_point, bias, kernel, attributes):
+    """A depthwise conv by constant weights as the float Conv of ``x - x_zero_point`` by
+    ``w - w_zero_point``, cast to int32, when every partial sum is an integer below
+    2**24 (exact in float32, in any order): the float depthwise recipe, not int32 loops.
+    None when the bound does not hold."""
+    weights = ctx.constant_value(w)
+    w_zero = 0 if w_zero_point is None else ctx.constant_value(w_zero_point)
+    if weights is None or w_zero is None:
+        return None
+    w_shift = weights.astype(np.int64) - np.asarray(w_zero, np.int64).reshape(
+        (-1,) + (1,) * (weights.ndim - 1))
+    low, high = np.iinfo(x.dtype).min, np.iinfo(x.dtype).max
+    x_zero = ctx.constant_value(x_zero_point)
+    zero = 0 if x_zero_point is None else None if x_zero is None else int(x_zero.reshape(-1)[0])
+    x_bound = high - low if zero is None else max(zero - low, high - zero)
+    if int(np.prod(kernel)) * x_bound * int(np.abs(w_shift).max(initial=0)) >= 2 ** 24:
+        return None
+    rank = len(x.shape)
+    value = Call("cast_float32", (Read(x.name, identity_index(rank)),))
+    if x_zero_point is not None:
+        value = Call("sub", (value, Call("cast_float32", (first_element(x_zero_point),))))
+    floats = ctx.map(x.shape, value, label="conv_integer_floats")
+    wf = ctx.constant(w_shift.astype(np.float32), label="conv_integer_weights")
+    y = Conv(ctx, floats, wf, group=x.shape[1], kernel_shape=list(kernel), **attributes)
+    total = Call("cast_int32", (Read(y.name, identity_index(len(y.shape))),))
+    if bias is not None:
+        total = Call("add", (total, Call("cast_int32", (Read(bias.name, (Ix.var(1),)),))))
+    return ctx.map(y.shape, total, label="conv_integer_sums")
 
 
 def _minus(ctx, read, zero_point, channel_index=None, channels: int = 0):
