@@ -400,6 +400,7 @@ def ops_command(args) -> None:
     """One line per op: its name and the since-versions polyc lowers."""
     import onnx
 
+    from polyc.frontend.cleanup.host_ops import HOST_OPS
     from polyc.frontend.functions import defined_by_function
     from polyc.frontend.ops import OPS
 
@@ -420,6 +421,9 @@ def ops_command(args) -> None:
                         and s.name not in versions and defined_by_function(s.name, latest))
         print(f"and {len(bodies)} ops that ONNX defines by a function body, compiled as "
               f"that body when polyc lowers every op in it: {', '.join(bodies)}")
+        print("and ops the runtime runs after the compiled code when only the graph's "
+              "outputs take theirs (their length depends on the values): " + ", ".join(
+                  f"{op} {', '.join(map(str, v))}" for op, (v, _) in sorted(HOST_OPS.items())))
 
 
 def manifest_json(manifest: dict) -> str:

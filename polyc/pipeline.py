@@ -113,6 +113,8 @@ class Compilation:
     def manifest(self) -> dict[str, Any]:
         params = {"params": list(self.plan.params)} if self.plan.params else {}
         profile = {"profile": list(self.profile)} if self.options.profile else {}
+        host = {"host": list(self.graph.host), "results": list(self.graph.results)} \
+            if self.graph is not None and self.graph.host else {}
         return {
             "format": "polyc-1", "entry": ENTRY,
             "inputs": [self._describe(n) for n in self.plan.inputs],
@@ -123,6 +125,7 @@ class Compilation:
             "options": self.options.as_dict(),
             "polyc_version": __version__,
             **profile,
+            **host,
         }
 
     def profiled(self) -> Compilation:

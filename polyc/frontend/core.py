@@ -574,6 +574,8 @@ class Graph:
     model_hash: str = ""
     notes: tuple[str, ...] = field(default=())  # what clean-up did, for the report
     positions: frozenset[str] = frozenset()
+    host: tuple[dict, ...] = ()  # ops run on the outputs by the runtime (runtime.host)
+    results: tuple[str, ...] = ()  # with host ops: what a call returns, in order
 
     @property
     def params(self) -> tuple[str, ...]:

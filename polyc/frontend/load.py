@@ -56,6 +56,10 @@ class OnnxGraph:
     model_hash: str
     value_dtypes: Mapping[str, str] = field(default_factory=dict)  # from type inference
     notes: tuple[str, ...] = ()
+    # ops the runtime runs on the compiled code's outputs (cleanup.host_ops), as the
+    # manifest lists them, and the names a call returns in the model's output order
+    host: tuple[dict, ...] = ()
+    results: tuple[str, ...] = ()
 
 
 def load_model(model, *, shapes: Mapping[str, Sequence[int]] | None = None,

@@ -412,6 +412,8 @@ class LoweringContext:
             model_hash=self._graph.model_hash,
             notes=self._graph.notes,
             positions=frozenset(self._positions & used),
+            host=self._graph.host,
+            results=self._graph.results,
         )
 
     # -- internals --------------------------------------------------------------------

@@ -31,6 +31,10 @@ copied; ``"zeros"``: copied if passed, zeros otherwise. Outputs without ``"init"
 (every ONNX output) start uninitialised and cannot be passed. Caller arrays are never
 modified.
 
+``"host"`` and ``"results"`` (optional): ops the runtime runs after the call on the
+inputs and outputs (NonMaxSuppression, whose output length depends on the values), and
+the names a call returns, in the model's order (:mod:`polyc.runtime.host`).
+
 This module imports only numpy, ctypes and the standard library, so AOT artifacts
 run without islpy or llvmlite.
 """
@@ -47,6 +51,7 @@ import ml_dtypes  # noqa: F401 - registers numpy's bfloat16 dtype (arrays of bfl
 import numpy as np
 
 from polyc.errors import InputError
+from polyc.runtime import host
 
 FORMAT = "polyc-1"
 SCRATCH_ALIGNMENT = 64
@@ -94,6 +99,8 @@ def check_manifest(manifest: Mapping) -> None:
     scratch = manifest["scratch_bytes"]
     if isinstance(scratch, str) and not params:
         raise ValueError("scratch_bytes names a function, but the manifest has no params")
+    if "host" in manifest:
+        host.check_steps(manifest, tuple(spec.name for spec in inputs + outputs))
 
 
 def manifest_params(manifest: Mapping) -> tuple[str, ...]:
@@ -320,6 +327,7 @@ class Runner:
         self._quick = (tuple((s.name, s.shape, np.dtype(s.dtype)) for s in self.inputs)
                        if plain else None)
         self._output_names = [spec.name for spec in self.outputs]
+        self._host = bool(manifest.get("host"))
         self._unused_refs = [_LIST_REFS] * len(self.outputs)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -332,7 +340,7 @@ class Runner:
                 if _list_refs(outputs) != self._unused_refs:
                     self._renew_outputs(outputs, trailing)
                 self._function(*addresses, *trailing)
-                return dict(zip(self._output_names, outputs))
+                return self._results(inputs, dict(zip(self._output_names, outputs)))
         values: dict[str, int] = {}
         accepted = self._accepted
         if self.params:
@@ -350,7 +358,13 @@ class Runner:
         arguments = [values[p] for p in self.params]
         self._function(*map(data_address, arrays + outputs),
                        self._scratch_address(arguments), *arguments)
-        return dict(zip(self._output_names, outputs))
+        return self._results(given, dict(zip(self._output_names, outputs)))
+
+    def _results(self, inputs: Mapping, outputs: dict[str, np.ndarray]
+                 ) -> dict[str, np.ndarray]:
+        """What a call returns: the outputs, or the results of the manifest's host ops
+        on the inputs and outputs (:mod:`polyc.runtime.host`)."""
+        return host.finish(self.manifest, {**inputs, **outputs}) if self._host else outputs
 
     # The quick path (no parameters, no output with an initial value, the inputs exactly
     # as the model takes them) keeps, per thread, its outputs and the arguments after the
