@@ -522,3 +522,19 @@ def test_batch_loops_of_a_shared_constant_run_inside_its_cache_blocks():
 def test_a_constant_packed_at_compile_time_in_an_ahead_of_time_artifact(tmp_path):
     manifest = artifact_round_trip(weight_model(37, 29, 70), 14, tmp_path / "w.so")
     assert manifest["scratch_bytes"] < 29 * 96 * 4  # no panels in scratch
+
+
+@pytest.mark.parametrize("n", [17, 31])
+def test_a_product_narrower_than_every_tile_takes_one_vector_wide_tiles(n):
+    """16 to 31 columns (a classifier of 17 tags): tiles one vector wide (24 rows), the
+    last columns a masked partial tile; against onnxruntime."""
+    rng = np.random.default_rng(n)
+    b = rng.standard_normal((256, n)).astype(np.float32)
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], [("a", [64, 256])],
+                       [("y", [64, n])], initializers=[("b", b)])
+    compiled = polyc.compile(model, threads=1)
+    (note,) = contraction_notes(compiled)
+    assert "register tile 24x16" in note
+    inputs = random_inputs(model, seed=2)
+    expected = run_onnxruntime(model, inputs)["y"]
+    np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)

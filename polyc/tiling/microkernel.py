@@ -233,6 +233,9 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
                  and m % t[0] <= m % mr]
         if split:  # the widest tile whose columns the threads split
             mr, nr = max(split, key=lambda t: t[1])
+    if not c.inner and LANES <= n < min(t[1] for t in tiles):  # narrow: whole vectors
+        nr = n // LANES * LANES
+        mr = min(ACCUMULATORS // (nr // LANES), m)
     few_rows = m < min(t[0] for t in tiles) and n >= LANES
     if few_rows and (k >= FEW_ROWS_STEPS or not c.b_contiguous):
         mr, nr = m, LANES * max(1, min(FEW_ROWS_VECTORS, ACCUMULATORS // m, n // LANES))

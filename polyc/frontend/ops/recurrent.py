@@ -157,18 +157,38 @@ def _activations(ctx, attrs, defaults: tuple[str, ...], directions: int) -> tupl
 
 def _projection(ctx, layer: _Layer, X, W, B, recurrent_bias: bool) -> TensorInfo:
     """XW[d, t, b, g] = Wb[d, g] (+ Rb[d, g]) + sum_i X[t, b, i] * W[d, g, i]."""
-    d, t, b, g, i = (Ix.var(k) for k in range(5))
-    x = Read(X.name, (b, t, i) if layer.layout else (t, b, i))
     width = layer.gates * layer.hidden
+    shape = (layer.directions, layer.steps, layer.batch, width)
+    flat = not layer.layout and all(isinstance(n, int) for n in shape)
+    g_var = 2 if flat else 3
     init = Const(0.0)
     if B is not None:
-        init = Read(B.name, (d, g))
+        init = Read(B.name, (Ix.var(0), Ix.var(g_var)))
         if recurrent_bias:
-            init = call("add", init, Read(B.name, (d, Ix(((3, 1),), width))))
-    shape = (layer.directions, layer.steps, layer.batch, width)
+            init = call("add", init, Read(B.name, (Ix.var(0), Ix(((g_var, 1),), width))))
+    if flat:
+        return _flat_projection(ctx, layer, X, W, init, shape)
+    d, t, b, g, i = (Ix.var(k) for k in range(5))
+    x = Read(X.name, (b, t, i) if layer.layout else (t, b, i))
     return ctx.reduce(out_shape=shape, init=init, extents=shape + (X.shape[2],),
                       out_index=(d, t, b, g), combiner="add",
                       expr=call("mul", x, Read(W.name, (d, g, i))), label="input_projection")
+
+
+def _flat_projection(ctx, layer: _Layer, X, W, init, shape) -> TensorInfo:
+    """The projection with time and batch as one row dim (X seen as [T*B, I], the
+    result as [D, T*B, G] seen as [D, T, B, G]): the register tiles take rows of
+    several steps, not the batch alone (an LSTM of batch 2 had 2-row tiles; its second
+    layer, 32 steps x 256 inputs -> 512, 0.95 -> 0.69 ms of a 1.08 ms call)."""
+    rows = layer.steps * layer.batch
+    flat = ctx.view(X, (rows, X.shape[2]), label="projection_rows")
+    d, r, g, i = (Ix.var(k) for k in range(4))
+    out = (layer.directions, rows, shape[3])
+    xw = ctx.reduce(out_shape=out, init=init, extents=out + (X.shape[2],),
+                    out_index=(d, r, g), combiner="add",
+                    expr=call("mul", Read(flat.name, (r, i)), Read(W.name, (d, g, i))),
+                    label="input_projection")
+    return ctx.view(xw, shape, label="input_projection_steps")
 
 
 def _checked_bias(ctx, layer: _Layer, B):
