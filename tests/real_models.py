@@ -1,7 +1,7 @@
 """The real model graphs polyc is checked on: the onnx package's ``light`` models
 (full-size CNNs whose weights are ConstantOfShape nodes), the PyTorch exports of
-:mod:`torch_models` and an int8 MLP quantized by onnxruntime. ``load(name)`` gives a
-model and a seeded input for it."""
+:mod:`torch_models`, and an MLP and a CNN quantized by onnxruntime (:data:`QUANTIZED`).
+``load(name)`` gives a model and a seeded input for it."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ TORCH = ("resnet18", "mlp2", "bert_layer", "encoder6", "mobilenetv2", "mobilenet
          "yolo_head", "bert4", "lstm_tagger", "gru_frames")
 # float models quantized by onnxruntime.quantization: mlp_int8 dynamically (int8 weights,
 # activations quantized at run time: DynamicQuantizeLinear, MatMulInteger), cnn_int8
-# statically in the QDQ format (DequantizeLinear -> Conv -> QuantizeLinear)
-QUANTIZED = ("mlp_int8", "cnn_int8")
+# statically in the QDQ format (DequantizeLinear -> Conv -> QuantizeLinear), cnn_uint8
+# dynamically (uint8 weights with zero points: ConvInteger)
+QUANTIZED = ("mlp_int8", "cnn_int8", "cnn_uint8")
 RTOL, ATOL = 1e-4, 1e-5  # the issue's tolerances, unless a model documents otherwise
 
 
@@ -32,7 +33,8 @@ def load(name: str, seed: int = 0, *, random_weights: bool = False
         from torch_models import export  # torch is imported only when needed
         return export(name, seed)
     if name in QUANTIZED:
-        return quantized_mlp(seed) if name == "mlp_int8" else quantized_cnn(seed)
+        return quantized_mlp(seed) if name == "mlp_int8" else \
+            quantized_cnn(seed, dynamic=name == "cnn_uint8")
     model = onnx.load(str(LIGHT_DIR / f"light_{name}.onnx"))
     if random_weights:
         model = randomize_weights(model, seed)
@@ -116,18 +118,52 @@ def quantized_mlp(seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]
     return quantized, {"x": rng.standard_normal((8, 784), dtype=np.float32)}
 
 
-def quantized_cnn(seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+def quantized_cnn(seed: int = 0, *, dynamic: bool = False
+                  ) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     """A MobileNet-style CNN (3x3 stride-2 conv, three depthwise 3x3 + pointwise pairs,
     Relu after each conv, global average pool, a 128 -> 10 classifier; He-scaled seeded
-    weights) over a 96x96 image, quantized by onnxruntime's ``quantize_static`` in the QDQ
-    format (uint8 activations calibrated on 4 seeded inputs, int8 weights per channel),
-    and a seeded input."""
+    weights) over a 96x96 image, and a seeded input. Quantized by onnxruntime's
+    ``quantize_static`` in the QDQ format (uint8 activations calibrated on 4 seeded
+    inputs, int8 weights per channel), or with ``dynamic`` by ``quantize_dynamic`` (uint8
+    weights with their own zero points, activations quantized at run time:
+    DynamicQuantizeLinear, ConvInteger, MatMulInteger)."""
     import tempfile
 
-    from onnx import helper, numpy_helper
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_dynamic,
+        quantize_static,
+    )
 
     rng = np.random.default_rng(seed)
+    model = _float_cnn(rng)
+    images = [{"x": rng.standard_normal((1, 3, 96, 96), dtype=np.float32)} for _ in range(5)]
+
+    class Images(CalibrationDataReader):
+        def __init__(self):
+            self.left = iter(images[:4])
+
+        def get_next(self):
+            return next(self.left, None)
+
+    with tempfile.TemporaryDirectory() as folder:
+        onnx.save(model, f"{folder}/float.onnx")
+        if dynamic:
+            quantize_dynamic(f"{folder}/float.onnx", f"{folder}/int8.onnx",
+                             weight_type=QuantType.QUInt8)
+        else:
+            quantize_static(f"{folder}/float.onnx", f"{folder}/int8.onnx", Images(),
+                            quant_format=QuantFormat.QDQ, per_channel=True)
+        quantized = onnx.load(f"{folder}/int8.onnx")
+    return quantized, images[4]
+
+
+def _float_cnn(rng) -> onnx.ModelProto:
+    """The float model :func:`quantized_cnn` quantizes."""
+    from onnx import helper, numpy_helper
+
     weights, nodes = {}, []
 
     def conv(name, x, cin, cout, kernel, stride=1, group=1):
@@ -155,21 +191,7 @@ def quantized_cnn(seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]
         initializer=[numpy_helper.from_array(v, k) for k, v in weights.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    images = [{"x": rng.standard_normal((1, 3, 96, 96), dtype=np.float32)} for _ in range(5)]
-
-    class Images(CalibrationDataReader):
-        def __init__(self):
-            self.left = iter(images[:4])
-
-        def get_next(self):
-            return next(self.left, None)
-
-    with tempfile.TemporaryDirectory() as folder:
-        onnx.save(model, f"{folder}/float.onnx")
-        quantize_static(f"{folder}/float.onnx", f"{folder}/int8.onnx", Images(),
-                        quant_format=QuantFormat.QDQ, per_channel=True)
-        quantized = onnx.load(f"{folder}/int8.onnx")
-    return quantized, images[4]
+    return model
 
 
 def run_onnxruntime(model: onnx.ModelProto, inputs, threads: int = 1):

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
+import polyc
 from polyc.frontend import check_graph, evaluate, import_model
 from polyc.frontend.core import Call, Const, Graph, Ix, Map, Read, Reduce, TensorInfo, View
 
@@ -24,6 +25,7 @@ from onnx_helpers import (
     assert_matches_onnxruntime,
     make_model,
     random_inputs,
+    run_onnxruntime,
     run_polyc,
 )
 
@@ -521,3 +523,28 @@ def test_evaluate_map_with_strided_read():
                   {"x": TensorInfo("x", (8,)), "y": TensorInfo("y", (4,))}, {},
                   (Map("y", (4,), Read("x", (Ix(((0, 2),), 1),))),), 13)
     np.testing.assert_array_equal(evaluate(graph, {"x": x})["y"], x[1::2])
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_a_max_of_a_whole_tensor_reduces_in_two_steps(op, dtype):
+    """A ReduceMax/Min to one value first reduces to one value per position of the
+    innermost dim (vector lanes), then those (lower.SPLIT_LANES); NaN, -0.0 and the
+    extremes give onnxruntime's answer in the compiled code."""
+    rng = np.random.default_rng(len(op))
+    x = (rng.standard_normal((3, 5, 40)) * 100).astype(dtype)
+    if dtype == "float32":
+        x[1, 2, 7] = -0.0
+    model = make_model([helper.make_node(op, ["x"], ["y"], keepdims=0)],
+                       [("x", x.shape, TensorProto.FLOAT if dtype == "float32"
+                         else TensorProto.INT32)],
+                       [("y", (), TensorProto.FLOAT if dtype == "float32"
+                         else TensorProto.INT32)], opset=18)
+    graph = import_model(model)
+    assert [op.extents for op in graph.ops] == [(3, 5, 40), (40,)]
+    compiled = polyc.compile(model)
+    np.testing.assert_array_equal(compiled.run({"x": x})["y"],
+                                  run_onnxruntime(model, {"x": x})["y"])
+    if dtype == "float32":
+        x[2, 4, 39] = np.nan
+        assert np.isnan(compiled.run({"x": x})["y"])

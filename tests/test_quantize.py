@@ -255,14 +255,17 @@ def test_byte_dot_product_without_vnni_is_the_same_sum(monkeypatch):
     ("uint8", "uint8", 32, {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "run_time"),
     ("int8", "int8", 6, {"pads": [2, 1, 0, 1], "dilations": [2, 1]}, "constant"),
     ("uint8", "int8", 3, {"strides": [2, 1]}, "none"),
-    ("uint8", "uint8", 16, {"pads": [1, 1, 1, 1]}, "off_centre"),  # plain loops
+    ("uint8", "uint8", 16, {"pads": [1, 1, 1, 1]}, "off_centre"),
+    ("int8", "int8", 5, {"pads": [1, 0, 1, 2], "strides": [1, 2]}, "off_centre"),
+    ("uint8", "uint8", 8, {"pads": [1, 1, 1, 1]}, "weights_at_run_time"),  # plain loops
 ])
 def test_conv_integer_by_constant_weights_as_byte_dot_products(x_type, w_type, channels,
                                                                attrs, zero):
     """ConvInteger as byte dot products (byte_conv): a channels-last padded copy holding
     x's zero point, channels rounded up to 4, the register-tile recipe over output
-    channels; weights whose zero point is off their byte offset take the plain loops.
-    Bit for bit with onnxruntime."""
+    channels; weights whose zero point is off their byte offset with the window sums of
+    x; a weight zero point given at run time takes the plain loops. Bit for bit with
+    onnxruntime."""
     rng = np.random.default_rng(channels)
     info_x, info_w = np.iinfo(x_type), np.iinfo(w_type)
     x = rng.integers(info_x.min, info_x.max, (2, channels, 30, 29), endpoint=True).astype(x_type)
@@ -271,15 +274,19 @@ def test_conv_integer_by_constant_weights_as_byte_dot_products(x_type, w_type, c
     x_zero = np.array(info_x.max // 2 + 5, x_type)
     names = ["x", "w", "" if zero == "none" else "xz", "wz"]
     inputs = [("x", x.shape, INTS[x_type])] + ([("xz", (), INTS[x_type])]
-                                                if zero == "run_time" else [])
-    inits = [("w", w), ("wz", np.array(w_zero, w_type))] + \
-        ([("xz", x_zero)] if zero in ("constant", "off_centre") else [])
+                                                if zero == "run_time" else []) + \
+        ([("wz", (), INTS[w_type])] if zero == "weights_at_run_time" else [])
+    inits = [("w", w)] + ([("wz", np.array(w_zero, w_type))]
+                          if zero != "weights_at_run_time" else []) + \
+        ([("xz", x_zero)] if zero in ("constant", "off_centre", "weights_at_run_time") else [])
     model = make_model([node("ConvInteger", names, ["y"], **attrs)], inputs,
                        [("y", None, T.INT32)], initializers=inits, opset=10)
     compiled = polyc.compile(model)
     notes = [d for d in compiled.schedule.decisions if d.startswith("tiling: contraction")]
-    assert any("conv_words" in note for note in notes) == (zero != "off_centre")
+    assert any("conv_words" in note for note in notes) == (zero != "weights_at_run_time")
     feeds = {"x": x, "xz": x_zero} if zero == "run_time" else {"x": x}
+    if zero == "weights_at_run_time":
+        feeds["wz"] = np.array(w_zero, w_type)
     want = run_onnxruntime(model, feeds)["y"]
     np.testing.assert_array_equal(compiled.run(feeds)["y"], want)
 

@@ -13,10 +13,12 @@
 - ``Y[n, m, oh, ow] = Acc[..] (+ bias) - alpha * colsum(W')[m]`` with ``alpha`` x's zero
   point (plus 128 when int8), a Map that stays channels-last.
 
-Taken when the weights' own offset cancels their zero point (``beta = 0``: int8
-weights with zero point 0, uint8 ones with 128, one per tensor or per channel); other
-zero points would need the window sums of x per output pixel, and group convolutions
-have too few channels per group: those stay the plain int32 loops.
+With ``beta`` the weights' zero point minus their offset (nonzero for asymmetric
+weights: uint8 ones with another zero point than 128), also ``- beta[m] * R[n, oh, ow]
++ K * alpha * beta[m]``, ``R`` the window sums of ``x'`` (per pixel over the channels,
+then over the taps; ``K`` the window's channels times taps, padding included, whose
+terms cancel). The weights' zero point must be a constant; group convolutions have too
+few channels per group: those stay the plain int32 loops.
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ def byte_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group: int, win):
     take this form."""
     weights = ctx.constant_value(w)
     if (x.dtype not in BYTES or w.dtype not in BYTES or weights is None or group != 1
-            or win.rank != 2 or not isinstance(x.shape[1], int)
-            or not _weights_centred(ctx, w, w_zero_point)):
+            or win.rank != 2 or not isinstance(x.shape[1], int)):
+        return None
+    beta = _weight_shift(ctx, w, w_zero_point)
+    if beta is None:
         return None
     n_size, channels = x.shape[:2]
     out_channels = w.shape[0]
@@ -56,19 +60,46 @@ def byte_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group: int, win):
     sums = ctx.constant(shifted.sum(axis=(1, 2, 3)).astype(np.int32), label="weight_sums")
     alpha = shift(ctx, x_zero_point, OFFSET if x.dtype == "int8" else 0, Ix.var(1))
     view = ctx.as_channels_last(acc, label="conv_bytes_channels")
+    channel = (Ix.var(1),)
     value = Call("sub", (Read(view.name, identity_index(4)),
-                         Call("mul", (alpha, Read(sums.name, (Ix.var(1),))))))
+                         Call("mul", (alpha, Read(sums.name, channel)))))
+    if np.any(beta):  # - beta * window sums of x' + K * alpha * beta
+        offset = OFFSET if x.dtype == "int8" else 0
+        windows = _window_sums(ctx, padded, win, offset)
+        shift_m = Read(ctx.constant(beta, label="weight_zero_points").name, channel)
+        taps = Const(quads * 4 * int(np.prod(win.kernel)), "int32")
+        value = Call("sub", (value, Call("mul", (shift_m, Read(windows.name, (
+            Ix.var(0), Ix.var(2), Ix.var(3)))))))
+        value = Call("add", (value, Call("mul", (taps, Call("mul", (alpha, shift_m))))))
     return ctx.map(view.shape, value, label="zero_points")
 
 
-def _weights_centred(ctx, w, w_zero_point) -> bool:
-    """The weights' zero point equals the offset that makes them signed bytes (0 for
-    int8, 128 for uint8), known at compile time."""
+def _weight_shift(ctx, w, w_zero_point):
+    """``beta[m]``: the weights' zero point minus the offset that makes them signed bytes
+    (128 for uint8), int32 per output channel; None when the zero point comes at run
+    time."""
     offset = OFFSET if w.dtype == "uint8" else 0
-    if w_zero_point is None:
-        return offset == 0
-    value = ctx.constant_value(w_zero_point)
-    return value is not None and bool(np.all(value.astype(np.int32) == offset))
+    value = np.zeros((), np.int32) if w_zero_point is None else ctx.constant_value(w_zero_point)
+    if value is None:
+        return None
+    return np.broadcast_to(value.astype(np.int32).reshape(-1), (w.shape[0],)) - offset
+
+
+def _window_sums(ctx, padded, win, offset: int):
+    """``R[n, oh, ow]``: the sum of ``x' = Xp + offset`` over each window (every channel
+    and tap, padding included): per pixel over its channels, then over the taps."""
+    n_size, rows, columns, channels = padded.shape
+    pixels = ctx.reduce(out_shape=(n_size, rows, columns), init=Const(0, "int32"),
+                        extents=padded.shape, out_index=identity_index(3), combiner="add",
+                        expr=Call("cast_int32", (Read(padded.name, identity_index(4)),)),
+                        label="pixel_sums")
+    (sh, sw), (dh, dw) = win.strides, win.dilations
+    out = (n_size, *win.out)
+    init = Const(channels * int(np.prod(win.kernel)) * offset, "int32")
+    at = (Ix.var(0), Ix(((1, sh), (3, dh))), Ix(((2, sw), (4, dw))))
+    return ctx.reduce(out_shape=out, init=init, extents=out + tuple(win.kernel),
+                      out_index=identity_index(3), combiner="add",
+                      expr=Read(pixels.name, at), label="window_sums")
 
 
 def _padded(ctx, x, x_zero_point, win, channels: int):
