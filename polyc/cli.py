@@ -403,6 +403,7 @@ def ops_command(args) -> None:
     from polyc.frontend.cleanup.host_ops import HOST_OPS
     from polyc.frontend.functions import defined_by_function
     from polyc.frontend.ops import OPS
+    from polyc.frontend.ops.registry import CONTRIB, CONTRIB_DOMAIN
 
     versions: dict[str, list[int]] = {}
     for op_type, version in OPS:
@@ -421,6 +422,8 @@ def ops_command(args) -> None:
                         and s.name not in versions and defined_by_function(s.name, latest))
         print(f"and {len(bodies)} ops that ONNX defines by a function body, compiled as "
               f"that body when polyc lowers every op in it: {', '.join(bodies)}")
+        print(f"and onnxruntime's {CONTRIB_DOMAIN} ops its quantizer writes: "
+              f"{', '.join(sorted(CONTRIB))}")
         print("and ops the runtime runs after the compiled code when only the graph's "
               "outputs take theirs (their length depends on the values): " + ", ".join(
                   f"{op} {', '.join(map(str, v))}" for op, (v, _) in sorted(HOST_OPS.items())))

@@ -218,8 +218,10 @@ def test_ops_lists_every_lowered_op_with_its_versions():
     done = polyc("ops")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[-3] == f"{len({op for op, _ in OPS})} ops"
-    bodies = lines[-2].split(": ", 1)[1].split(", ")
+    assert lines[-4] == f"{len({op for op, _ in OPS})} ops"
+    bodies = lines[-3].split(": ", 1)[1].split(", ")
+    assert lines[-2].startswith("and onnxruntime's com.microsoft ops its quantizer writes: "
+                                "QGemm, QLinearAdd")
     assert lines[-1].endswith("after the compiled code when only the graph's outputs take "
                               "theirs (their length depends on the values): "
                               "NonMaxSuppression 10, 11")

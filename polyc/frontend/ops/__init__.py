@@ -8,6 +8,7 @@ from polyc.frontend.ops import (  # noqa: F401
     activation,
     col2im,
     constant,
+    contrib_quantized,
     control,
     conv,
     cumulative,

@@ -127,7 +127,7 @@ def _parameter(ctx, tensor, x, axis: int, block_size: int, role: str):
 def MatMulInteger(ctx, A, B, a_zero_point=None, b_zero_point=None):
     """MatMulInteger: Y = sum_k (A - a_zero_point) * (B - b_zero_point) in int32; a zero
     point is one value or one per row of A (per column of B)."""
-    return _integer_product(ctx, A, B, a_zero_point, b_zero_point)
+    return integer_product(ctx, A, B, a_zero_point, b_zero_point)
 
 
 @onnx_op("QLinearMatMul", 10, 21)
@@ -135,13 +135,19 @@ def QLinearMatMul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_sca
                   y_zero_point):
     """QLinearMatMul: the int32 product of MatMulInteger, requantized:
     ``clamp(round(acc * a_scale * b_scale / y_scale) + y_zero_point)`` in the output zero
-    point's type (the scales per tensor, in float32)."""
+    point's type (the scales in float32: one each, b_scale also one per column of b)."""
+    columns = b.shape[-1] if len(b.shape) > 1 else None
     for scale in (a_scale, b_scale, y_scale):
-        if int(np.prod(scale.shape)) != 1:
+        if int(np.prod(scale.shape)) != 1 and not (
+                scale is b_scale and tuple(scale.shape) == (columns,)):
             raise ctx.unsupported(f"scale '{scale.name}' of shape {list(scale.shape)}: "
-                                  "polyc takes per-tensor scales")
-    acc = _integer_product(ctx, a, b, a_zero_point, b_zero_point)
-    scales = [Call("cast_float32", (first_element(s),)) for s in (a_scale, b_scale, y_scale)]
+                                  "polyc takes per-tensor scales (b_scale: or one per "
+                                  "column)")
+    acc = integer_product(ctx, a, b, a_zero_point, b_zero_point)
+    column = (Ix.var(len(acc.shape) - 1),)
+    scales = [Call("cast_float32", (first_element(s) if int(np.prod(s.shape)) == 1
+                                    else Read(s.name, column),))
+              for s in (a_scale, b_scale, y_scale)]
     return requantized(ctx, acc, Call("div", (Call("mul", tuple(scales[:2])), scales[2])),
                        y_zero_point)
 
@@ -167,7 +173,8 @@ def shifted(read, zero_point, index: tuple) -> Call:
     return Call("sub", (value, Call("cast_int32", (zero,))))
 
 
-def _integer_product(ctx, A, B, a_zero_point, b_zero_point):
+def integer_product(ctx, A, B, a_zero_point, b_zero_point):
+    """The int32 ``sum_k (A - a_zero_point) * (B - b_zero_point)`` of MatMulInteger."""
     for zero_point, operand, side in ((a_zero_point, A, -2), (b_zero_point, B, -1)):
         if zero_point is not None and int(np.prod(zero_point.shape)) != 1 and (
                 len(operand.shape) < 2 or zero_point.shape != (operand.shape[side],)):

@@ -52,23 +52,44 @@ class OpDef:
 OPS: dict[tuple[str, int], OpDef] = {}
 
 
+# onnxruntime's contrib ops that its quantizer writes (QOperator format), domain
+# com.microsoft, version 1: op name -> lowering
+CONTRIB_DOMAIN = "com.microsoft"
+CONTRIB: dict[str, OpDef] = {}
+
+
 def onnx_op(op_type: str, *since_versions: int):
     """Register the decorated function for ``op_type`` at each of ``since_versions``."""
 
     def register(fn: Callable) -> Callable:
-        params = list(inspect.signature(fn).parameters.values())[1:]  # drop ctx
-        positional = [p for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
-        keywords = frozenset(p.name for p in params if p.kind == p.KEYWORD_ONLY)
-        variadic = any(p.kind == p.VAR_POSITIONAL for p in params)
-        n_inputs = None if variadic else len(positional)
         for version in since_versions:
             key = (op_type, version)
             if key in OPS:
                 raise ValueError(f"{op_type}-{version} registered twice")
-            OPS[key] = OpDef(op_type, version, fn, n_inputs, keywords)
+            OPS[key] = _definition(op_type, version, fn)
         return fn
 
     return register
+
+
+def contrib_op(op_type: str):
+    """Register the decorated function for ``op_type`` of :data:`CONTRIB_DOMAIN`."""
+
+    def register(fn: Callable) -> Callable:
+        if op_type in CONTRIB:
+            raise ValueError(f"{CONTRIB_DOMAIN}.{op_type} registered twice")
+        CONTRIB[op_type] = _definition(op_type, 1, fn)
+        return fn
+
+    return register
+
+
+def _definition(op_type: str, version: int, fn: Callable) -> OpDef:
+    params = list(inspect.signature(fn).parameters.values())[1:]  # drop ctx
+    positional = [p for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
+    keywords = frozenset(p.name for p in params if p.kind == p.KEYWORD_ONLY)
+    variadic = any(p.kind == p.VAR_POSITIONAL for p in params)
+    return OpDef(op_type, version, fn, None if variadic else len(positional), keywords)
 
 
 def node_name(node: onnx.NodeProto, index: int | None = None) -> str:
@@ -80,6 +101,12 @@ def node_name(node: onnx.NodeProto, index: int | None = None) -> str:
 
 def lookup(node: onnx.NodeProto, opset: int, name: str) -> OpDef:
     """The lowering of ``node`` at ``opset``; :class:`UnsupportedOpError` when there is none."""
+    if node.domain == CONTRIB_DOMAIN and node.op_type in CONTRIB:
+        return CONTRIB[node.op_type]
+    if node.domain == CONTRIB_DOMAIN:
+        raise UnsupportedOpError(node.op_type, name, opset,
+                                 f"of domain '{CONTRIB_DOMAIN}' polyc lowers only "
+                                 f"{', '.join(sorted(CONTRIB))}")
     if node.domain not in DEFAULT_DOMAINS:
         raise UnsupportedOpError(node.op_type, name, opset,
                                  f"domain '{node.domain}' is not supported")
