@@ -322,8 +322,9 @@ def test_depthwise_qlinear_conv_runs_exactly_in_floats(x_type, stride, zero):
 
 
 def _qdq_model(op, x_type, w, w_scale, bias_scale_factor=1.0, opset=13):
-    """float x -> Q -> DQ -> ``op`` (DQ of the 8-bit weights, a Conv's DQ'd int32 bias) ->
-    Q -> DQ -> y: the QDQ form a static quantization writes."""
+    """float x -> Q -> DQ -> ``op`` (DQ of the 8-bit weights, a Conv's or Gemm's DQ'd
+    int32 bias) -> Q -> DQ -> y: the QDQ form a static quantization writes. A Gemm takes
+    its weights transposed ([N, K]); per-channel scales run along the output channels."""
     rng = np.random.default_rng(4)
     x_zero = np.array(3 if x_type == "uint8" else -2, x_type)
     inits = [("xs", np.array(0.05, np.float32)), ("xz", x_zero), ("wq", w),
@@ -331,14 +332,19 @@ def _qdq_model(op, x_type, w, w_scale, bias_scale_factor=1.0, opset=13):
              ("ys", np.array(0.2, np.float32)), ("yz", np.array(5, x_type))]
     nodes = [node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
              node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"]),
-             node("DequantizeLinear", ["wq", "ws", "wz"], ["wf"], axis=0)]
-    if op == "Conv":
+             node("DequantizeLinear", ["wq", "ws", "wz"], ["wf"],
+                  axis=1 if op == "MatMul" else 0)]
+    if op in ("Conv", "Gemm"):
         bias = rng.integers(-2000, 2000, w.shape[0]).astype(np.int32)
         inits += [("bq", bias), ("bs", (0.05 * w_scale * bias_scale_factor).astype(np.float32)),
                   ("bz", np.zeros(w.shape[0], np.int32))]
-        nodes += [node("DequantizeLinear", ["bq", "bs", "bz"], ["bf"], axis=0),
-                  node("Conv", ["xf", "wf", "bf"], ["c"], pads=[1, 1, 1, 1])]
+        nodes.append(node("DequantizeLinear", ["bq", "bs", "bz"], ["bf"], axis=0))
+    if op == "Conv":
+        nodes.append(node("Conv", ["xf", "wf", "bf"], ["c"], pads=[1, 1, 1, 1]))
         x_shape, y_shape = (1, w.shape[1], 10, 9), (1, w.shape[0], 10, 9)
+    elif op == "Gemm":
+        nodes.append(node("Gemm", ["xf", "wf", "bf"], ["c"], transB=1))
+        x_shape, y_shape = (6, w.shape[1]), (6, w.shape[0])
     else:
         nodes.append(node("MatMul", ["xf", "wf"], ["c"]))
         x_shape, y_shape = (6, w.shape[0]), (6, w.shape[1])
@@ -350,17 +356,24 @@ def _qdq_model(op, x_type, w, w_scale, bias_scale_factor=1.0, opset=13):
 
 
 @pytest.mark.parametrize("op, x_type", [("Conv", "uint8"), ("Conv", "int8"),
-                                        ("MatMul", "uint8"), ("MatMul", "int8")])
+                                        ("MatMul", "uint8"), ("MatMul", "int8"),
+                                        ("Gemm", "uint8")])
 def test_qdq_conv_and_matmul_become_qlinear_ops(op, x_type):
-    """DequantizeLinear -> Conv / MatMul -> QuantizeLinear is QLinearConv / QLinearMatMul
-    (cleanup/quantized.py), as onnxruntime runs it: bit for bit (opset 13, whose
-    DequantizeLinear the reference evaluator folds at version 19)."""
+    """DequantizeLinear -> Conv / MatMul / Gemm -> QuantizeLinear is QLinearConv /
+    QLinearMatMul / QGemm (cleanup/quantized.py), as onnxruntime runs it, weights per
+    output channel or column: bit for bit (opset 13, whose DequantizeLinear the
+    reference evaluator folds at version 19)."""
     rng = np.random.default_rng(5)
     if op == "Conv":
         w = rng.integers(-127, 128, (16, 8, 3, 3)).astype(np.int8)
         w_scale = rng.uniform(0.005, 0.02, 16).astype(np.float32)
+    elif op == "Gemm":
+        w = rng.integers(-127, 128, (20, 32)).astype(np.int8)
+        w_scale = rng.uniform(0.005, 0.02, 20).astype(np.float32)
     else:
-        w, w_scale = rng.integers(-127, 128, (32, 20)).astype(np.int8), np.array(0.01, np.float32)
+        w = rng.integers(-127, 128, (32, 20)).astype(np.int8)
+        w_scale = rng.uniform(0.005, 0.02, 20).astype(np.float32) if x_type == "uint8" \
+            else np.array(0.01, np.float32)
     model, inputs = _qdq_model(op, x_type, w, w_scale)
     compiled = polyc.compile(model)
     assert any(note.startswith("fused 1 DequantizeLinear") for note in

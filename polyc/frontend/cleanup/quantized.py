@@ -1,5 +1,6 @@
-"""Quantized operators from their QDQ form: ``DequantizeLinear -> Conv / MatMul ->
-QuantizeLinear`` becomes ``QLinearConv`` / ``QLinearMatMul`` on the 8-bit values.
+"""Quantized operators from their QDQ form: ``DequantizeLinear -> Conv / MatMul / Gemm
+-> QuantizeLinear`` becomes ``QLinearConv`` / ``QLinearMatMul`` / ``QGemm`` (onnxruntime's
+com.microsoft op, as its own QDQ transformer writes it) on the 8-bit values.
 
 A statically quantized model in the QDQ format (onnxruntime's default) writes each
 quantized Conv as float arithmetic between a DequantizeLinear of its 8-bit input, one of
@@ -11,10 +12,11 @@ for bit, which the float form would not (its roundings differ).
 
 Rewritten when every scale and zero point is a constant, the input and output are 8-bit
 with one scale each, the weights are an 8-bit constant (one scale, or one per output
-channel of a Conv), a Conv's bias (if any) is an int32 constant dequantized with zero
-point 0 and scale ``x_scale * w_scale``, and the Conv's or MatMul's result has no other
-reader. This runs before constant folding, which would turn the weights' dequantization
-into float weights.
+channel or column), a Conv's or Gemm's bias (if any) is an int32 constant dequantized
+with zero point 0 and scale ``x_scale * w_scale`` (a Gemm's with alpha and beta 1;
+transA 0), and
+the op's result has no other reader. This runs before constant folding, which would
+turn the weights' dequantization into float weights.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import onnx
 
 from polyc.frontend.cleanup.editor import GraphEditor, copy_node, is_op, with_notes
 from polyc.frontend.load import OnnxGraph
-from polyc.frontend.ops.registry import attribute_values
+from polyc.frontend.ops.registry import CONTRIB_DOMAIN, attribute_values
 
 BYTES = (np.uint8, np.int8)
 
@@ -40,43 +42,62 @@ def fuse_quantized_ops(graph: OnnxGraph) -> OnnxGraph:
             continue
         editor.emit(node)
     return with_notes(editor.finish(), fused,
-                      "fused {n} DequantizeLinear -> Conv/MatMul -> QuantizeLinear "
-                      "pattern{s} into QLinearConv/QLinearMatMul")
+                      "fused {n} DequantizeLinear -> Conv/MatMul/Gemm -> QuantizeLinear "
+                      "pattern{s} into QLinearConv/QLinearMatMul/QGemm")
 
 
 def _fuse(editor: GraphEditor, quantize: onnx.NodeProto) -> bool:
     """Put the QLinear node in the place of the op ``quantize`` reads; False if the
     pattern does not hold."""
     op = editor.producer(quantize.input[0])
-    if op is None or not is_op(op, "Conv", "MatMul") or len(op.output) != 1 \
+    if op is None or not is_op(op, "Conv", "MatMul", "Gemm") or len(op.output) != 1 \
             or editor.readers[op.output[0]] != 1 or op.output[0] in editor.graph.outputs:
         return False
+    attributes = attribute_values(op)
+    if op.op_type == "Gemm" and (attributes.get("transA", 0) or (
+            len(op.input) > 2 and op.input[2] and (attributes.get("beta", 1.0) != 1.0
+                                                   or attributes.get("alpha", 1.0) != 1.0))):
+        return False  # QGemm's bias is at alpha * a_scale * b_scale
     y = _quantization(editor, quantize, output=True)
     x = _quantization(editor, editor.producer(op.input[0]))
-    w = _quantization(editor, editor.producer(op.input[1]), weights=op.op_type)
+    w = _quantization(editor, editor.producer(op.input[1]), channels=_channel_axis(op))
     if y is None or x is None or w is None or editor.constant(x[0]) is not None:
         return False
-    inputs = [x[0], x[1], x[2], w[0], w[1], w[2], y[1], y[2]]
+    bias = ""
+    if op.op_type != "MatMul" and len(op.input) > 2 and op.input[2]:
+        bias = _bias(editor, editor.producer(op.input[2]), x[1], w[1])
+        if bias is None:
+            return False
     if op.op_type == "Conv":
-        if len(op.input) > 2 and op.input[2]:
-            bias = _bias(editor, editor.producer(op.input[2]), x[1], w[1])
-            if bias is None:
-                return False
-            inputs.append(bias)
-        fused = copy_node(op, inputs=inputs, outputs=list(quantize.output))
+        fused = copy_node(op, inputs=[*x, *w, *y[1:]] + ([bias] if bias else []),
+                          outputs=list(quantize.output))
         fused.op_type = "QLinearConv"
+    elif op.op_type == "MatMul":
+        fused = onnx.helper.make_node("QLinearMatMul", [*x, *w, *y[1:]],
+                                      list(quantize.output), name=op.name)
     else:
-        fused = onnx.helper.make_node("QLinearMatMul", inputs, list(quantize.output),
-                                      name=op.name)
+        fused = onnx.helper.make_node(
+            "QGemm", [*x, *w, bias, *y[1:]], list(quantize.output), name=op.name,
+            domain=CONTRIB_DOMAIN, alpha=float(attributes.get("alpha", 1.0)),
+            transB=int(attributes.get("transB", 0)))
     editor.replace_producer(op.output[0], fused)
     return True
 
 
-def _quantization(editor: GraphEditor, node, *, output: bool = False, weights: str = ""):
+def _channel_axis(op: onnx.NodeProto) -> int:
+    """The axis of the weights along the output channels (columns): a Conv's 0, a
+    MatMul's 1, a Gemm's 0 or 1 by ``transB``."""
+    if op.op_type == "Gemm":
+        return 0 if attribute_values(op).get("transB", 0) else 1
+    return 0 if op.op_type == "Conv" else 1
+
+
+def _quantization(editor: GraphEditor, node, *, output: bool = False,
+                  channels: int | None = None):
     """``(8-bit value, scale, zero point)`` names of a DequantizeLinear (the value it
     reads) or, with ``output``, of a QuantizeLinear (the value it writes): constant
-    scales and zero points of one value (``weights``: the constant 8-bit weights of a
-    Conv, scales one or one per output channel); None otherwise."""
+    scales and zero points of one value (``channels``: of the constant 8-bit weights,
+    whose scales may also be one per index of that axis); None otherwise."""
     if node is None or not is_op(node, "QuantizeLinear" if output else "DequantizeLinear"):
         return None
     attributes = attribute_values(node)
@@ -87,12 +108,15 @@ def _quantization(editor: GraphEditor, node, *, output: bool = False, weights: s
     if scale is None or zero is None or zero.dtype not in BYTES or scale.dtype != np.float32:
         return None
     value = node.output[0] if output else node.input[0]
-    if weights:
+    if channels is not None:
         w = editor.constant(value)
-        per_channel = weights == "Conv" and w is not None and scale.shape == (w.shape[0],) \
-            and zero.shape == scale.shape and attributes.get("axis", 1) in (0, -w.ndim)
-        if w is None or w.dtype != zero.dtype or not (scale.size == zero.size == 1
-                                                       or per_channel):
+        if w is None or w.dtype != zero.dtype:
+            return None
+        axis = attributes.get("axis", 1)
+        per_channel = (w.ndim == 2 or channels == 0) and scale.ndim == 1 and \
+            scale.shape == (w.shape[channels],) and zero.shape == scale.shape and \
+            axis % w.ndim == channels
+        if not (scale.size == zero.size == 1 or per_channel):
             return None
     elif scale.size != 1 or zero.size != 1:
         return None
