@@ -17,8 +17,9 @@ TORCH = ("resnet18", "mlp2", "bert_layer", "encoder6", "mobilenetv2", "mobilenet
 # float models quantized by onnxruntime.quantization: mlp_int8 dynamically (int8 weights,
 # activations quantized at run time: DynamicQuantizeLinear, MatMulInteger), cnn_int8
 # statically in the QDQ format (DequantizeLinear -> Conv -> QuantizeLinear), cnn_uint8
-# dynamically (uint8 weights with zero points: ConvInteger)
-QUANTIZED = ("mlp_int8", "cnn_int8", "cnn_uint8")
+# dynamically (uint8 weights with zero points: ConvInteger), cnn_qoperator statically in
+# the QOperator format (QLinearConv and onnxruntime's com.microsoft QLinear* ops)
+QUANTIZED = ("mlp_int8", "cnn_int8", "cnn_uint8", "cnn_qoperator")
 RTOL, ATOL = 1e-4, 1e-5  # the issue's tolerances, unless a model documents otherwise
 
 
@@ -34,7 +35,8 @@ def load(name: str, seed: int = 0, *, random_weights: bool = False
         return export(name, seed)
     if name in QUANTIZED:
         return quantized_mlp(seed) if name == "mlp_int8" else \
-            quantized_cnn(seed, dynamic=name == "cnn_uint8")
+            quantized_cnn(seed, dynamic=name == "cnn_uint8",
+                          operators=name == "cnn_qoperator")
     model = onnx.load(str(LIGHT_DIR / f"light_{name}.onnx"))
     if random_weights:
         model = randomize_weights(model, seed)
@@ -118,13 +120,14 @@ def quantized_mlp(seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]
     return quantized, {"x": rng.standard_normal((8, 784), dtype=np.float32)}
 
 
-def quantized_cnn(seed: int = 0, *, dynamic: bool = False
+def quantized_cnn(seed: int = 0, *, dynamic: bool = False, operators: bool = False
                   ) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     """A MobileNet-style CNN (3x3 stride-2 conv, three depthwise 3x3 + pointwise pairs,
     Relu after each conv, global average pool, a 128 -> 10 classifier; He-scaled seeded
     weights) over a 96x96 image, and a seeded input. Quantized by onnxruntime's
     ``quantize_static`` in the QDQ format (uint8 activations calibrated on 4 seeded
-    inputs, int8 weights per channel), or with ``dynamic`` by ``quantize_dynamic`` (uint8
+    inputs, int8 weights per channel; ``operators``: in the QOperator format), or with
+    ``dynamic`` by ``quantize_dynamic`` (uint8
     weights with their own zero points, activations quantized at run time:
     DynamicQuantizeLinear, ConvInteger, MatMulInteger)."""
     import tempfile
@@ -155,7 +158,8 @@ def quantized_cnn(seed: int = 0, *, dynamic: bool = False
                              weight_type=QuantType.QUInt8)
         else:
             quantize_static(f"{folder}/float.onnx", f"{folder}/int8.onnx", Images(),
-                            quant_format=QuantFormat.QDQ, per_channel=True)
+                            quant_format=QuantFormat.QOperator if operators
+                            else QuantFormat.QDQ, per_channel=True)
         quantized = onnx.load(f"{folder}/int8.onnx")
     return quantized, images[4]
 
