@@ -223,8 +223,8 @@ def test_ops_lists_every_lowered_op_with_its_versions():
     assert lines[-2].startswith("and onnxruntime's com.microsoft ops its quantizer writes: "
                                 "QGemm, QLinearAdd")
     assert lines[-1].endswith("after the compiled code when only the graph's outputs take "
-                              "theirs (their length depends on the values): "
-                              "NonMaxSuppression 10, 11")
+                              "theirs (their length depends on the values): Compress 9, 11, "
+                              "28, NonMaxSuppression 10, 11, Unique 11, 28")
     assert "Attention" in bodies and "SoftmaxCrossEntropyLoss" in bodies
     assert "AffineGrid" not in bodies and not {op for op, _ in OPS} & set(bodies)
     assert re.search(r"^Conv +(\d+, )*11, 22$", done.stdout, re.M)

@@ -1,5 +1,6 @@
 """Ops the runtime runs on the compiled code's outputs: those whose output shape depends
-on the values (NonMaxSuppression), when nothing in the model reads their output.
+on the values (NonMaxSuppression, Unique, Compress), when nothing in the model reads
+their outputs.
 
 The compiler turns each such node's inputs (but the model's inputs) into extra outputs
 of the compiled code and
@@ -83,7 +84,32 @@ def _suppressed(low, high, area, kept: np.ndarray, index: int, threshold) -> boo
     return bool(np.any(valid & (ratio > threshold)))
 
 
-FUNCTIONS = {"NonMaxSuppression": non_max_suppression}
+def unique(x, *, axis=None, sorted=1):  # noqa: A002 - ONNX's name
+    """ONNX Unique: the distinct values (or slices along ``axis``) ascending, or in the
+    order of their first occurrence (``sorted=0``); the index of each one's first
+    occurrence, each element's index among them, and their counts (int64)."""
+    x = np.asarray(x)
+    values, first, inverse, counts = np.unique(
+        x.reshape(-1) if axis is None else x, axis=axis, return_index=True,
+        return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    if not sorted:
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        values = values[order] if axis is None else np.take(values, order, axis=axis)
+        first, counts, inverse = first[order], counts[order], rank[inverse]
+    return values, *(a.astype(np.int64) for a in (first, inverse, counts))
+
+
+def compress(x, condition, *, axis=None) -> np.ndarray:
+    """ONNX Compress: the slices of ``x`` along ``axis`` (of ``x`` flattened when absent)
+    whose ``condition`` is true; a shorter condition drops the slices past it."""
+    return np.compress(np.asarray(condition).astype(bool).reshape(-1), np.asarray(x),
+                       axis=axis)
+
+
+FUNCTIONS = {"NonMaxSuppression": non_max_suppression, "Unique": unique, "Compress": compress}
 
 
 def check_steps(manifest: Mapping, names: tuple[str, ...]) -> None:
@@ -97,7 +123,7 @@ def check_steps(manifest: Mapping, names: tuple[str, ...]) -> None:
         if missing:
             raise ValueError(f"host op {step['op']} reads {', '.join(missing)}, which "
                              "nothing computes")
-        known.update(step.get("outputs", []))
+        known.update(name for name in step.get("outputs", []) if name)
     absent = [n for n in manifest.get("results", []) if n not in known]
     if absent:
         raise ValueError(f"the manifest's results {', '.join(absent)} are computed nowhere")
@@ -110,5 +136,6 @@ def finish(manifest: Mapping, values: Mapping[str, np.ndarray]) -> dict[str, np.
     for step in manifest["host"]:
         args = [values[name] if name else None for name in step["inputs"]]
         result = FUNCTIONS[step["op"]](*args, **step.get("attributes", {}))
-        values.update(zip(step["outputs"], [result]))
+        results = result if isinstance(result, tuple) else (result,)
+        values.update((name, value) for name, value in zip(step["outputs"], results) if name)
     return {name: values[name] for name in manifest["results"]}
