@@ -26,7 +26,14 @@ from __future__ import annotations
 import numpy as np
 
 from polyc.frontend.core import Call, Const, Ix, Read, identity_index
-from polyc.frontend.ops.byte_product import BYTES, OFFSET, shift, signed_weights, words
+from polyc.frontend.ops.byte_product import (
+    BYTES,
+    OFFSET,
+    corrected,
+    shift,
+    signed_weights,
+    words,
+)
 
 
 def byte_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group: int, win):
@@ -57,20 +64,19 @@ def byte_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group: int, win):
     acc = ctx.reduce(out_shape=extents, init=init, extents=extents + (quads, *win.kernel),
                      out_index=identity_index(4), combiner="add",
                      expr=Call("dot4", quad + (word,)), label="conv_bytes")
-    sums = ctx.constant(shifted.sum(axis=(1, 2, 3)).astype(np.int32), label="weight_sums")
-    alpha = shift(ctx, x_zero_point, OFFSET if x.dtype == "int8" else 0, Ix.var(1))
+    offset = OFFSET if x.dtype == "int8" else 0
+    alpha = shift(ctx, x_zero_point, offset, Ix.var(1))
     view = ctx.as_channels_last(acc, label="conv_bytes_channels")
     channel = (Ix.var(1),)
-    value = Call("sub", (Read(view.name, identity_index(4)),
-                         Call("mul", (alpha, Read(sums.name, channel)))))
-    if np.any(beta):  # - beta * window sums of x' + K * alpha * beta
-        offset = OFFSET if x.dtype == "int8" else 0
-        windows = _window_sums(ctx, padded, win, offset)
-        shift_m = Read(ctx.constant(beta, label="weight_zero_points").name, channel)
-        taps = Const(quads * 4 * int(np.prod(win.kernel)), "int32")
-        value = Call("sub", (value, Call("mul", (shift_m, Read(windows.name, (
-            Ix.var(0), Ix.var(2), Ix.var(3)))))))
-        value = Call("add", (value, Call("mul", (taps, Call("mul", (alpha, shift_m))))))
+    beta_m = Read(ctx.constant(beta, label="weight_zero_points").name, channel) \
+        if np.any(beta) else Const(0, "int32")
+    value = corrected(
+        ctx, Read(view.name, identity_index(4)), alpha,
+        lambda: Read(ctx.constant(shifted.sum(axis=(1, 2, 3)).astype(np.int32),
+                                  "weight_sums").name, channel), beta_m,
+        lambda: Read(_window_sums(ctx, padded, win, offset).name,
+                     (Ix.var(0), Ix.var(2), Ix.var(3))),
+        quads * 4 * int(np.prod(win.kernel)))
     return ctx.map(view.shape, value, label="zero_points")
 
 

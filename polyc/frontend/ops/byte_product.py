@@ -54,19 +54,32 @@ def byte_product(ctx, A, B, a_zero_point, b_zero_point):
                      label="byte_product")
     alpha = shift(ctx, a_zero_point, OFFSET if A.dtype == "int8" else 0, i)
     beta = shift(ctx, b_zero_point, -OFFSET if B.dtype == "uint8" else 0, j)
-    value = Read(raw.name, identity_index(rank))
-    if alpha != Const(0, "int32"):
-        sums = ctx.constant(shifted.sum(axis=0).astype(np.int32), label="weight_sums")
-        value = Call("sub", (value, Call("mul", (alpha, Read(sums.name, (j,))))))
-    if beta != Const(0, "int32"):
-        rows = _row_sums(ctx, A, OFFSET if A.dtype == "int8" else 0)
-        value = _minus(value, _times(beta, Read(rows.name, identity_index(rank - 1))))
-        if alpha != Const(0, "int32"):
-            value = Call("add", (value, _times(Const(k_size, "int32"),
-                                               _times(alpha, beta))))
+    value = corrected(
+        ctx, Read(raw.name, identity_index(rank)), alpha,
+        lambda: Read(ctx.constant(shifted.sum(axis=0).astype(np.int32), "weight_sums").name,
+                     (j,)), beta,
+        lambda: Read(_row_sums(ctx, A, OFFSET if A.dtype == "int8" else 0).name,
+                     identity_index(rank - 1)), k_size)
     if value == Read(raw.name, identity_index(rank)):
         return raw
     return ctx.map(out_shape, value, label="zero_points")
+
+
+def corrected(ctx, raw, alpha, weight_sums, beta, input_sums, taps: int):
+    """``raw - alpha * weight_sums - beta * input_sums + taps * alpha * beta``: the sum of
+    the shifted products from the raw byte products (module docstring); a term whose
+    factor is the constant 0 is left out, and ``weight_sums`` / ``input_sums`` (functions
+    giving the reads of those sums) are called only for a term that stays."""
+    zero = Const(0, "int32")
+    value = raw
+    if alpha != zero:
+        value = Call("sub", (value, Call("mul", (alpha, weight_sums()))))
+    if beta != zero:
+        value = Call("sub", (value, Call("mul", (beta, input_sums()))))
+        if alpha != zero:
+            value = Call("add", (value, Call("mul", (Const(taps, "int32"),
+                                                     Call("mul", (alpha, beta))))))
+    return value
 
 
 def signed_weights(weights: np.ndarray, dtype: str) -> np.ndarray:
@@ -104,11 +117,3 @@ def _row_sums(ctx, A, offset: int):
                       out_index=identity_index(rank - 1), combiner="add",
                       expr=Call("cast_int32", (Read(A.name, identity_index(rank)),)),
                       label="row_sums")
-
-
-def _times(x, y):
-    return Call("mul", (x, y))
-
-
-def _minus(x, y):
-    return Call("sub", (x, y))
