@@ -18,8 +18,10 @@ TORCH = ("resnet18", "mlp2", "bert_layer", "encoder6", "mobilenetv2", "mobilenet
 # activations quantized at run time: DynamicQuantizeLinear, MatMulInteger), cnn_int8
 # statically in the QDQ format (DequantizeLinear -> Conv -> QuantizeLinear), cnn_uint8
 # dynamically (uint8 weights with zero points: ConvInteger), cnn_qoperator statically in
-# the QOperator format (QLinearConv and onnxruntime's com.microsoft QLinear* ops)
-QUANTIZED = ("mlp_int8", "cnn_int8", "cnn_uint8", "cnn_qoperator")
+# the QOperator format (QLinearConv and onnxruntime's com.microsoft QLinear* ops),
+# bert_int8 the bert_layer export quantized dynamically (int8 weights, MatMulInteger over
+# [batch, seq, hidden] activations)
+QUANTIZED = ("mlp_int8", "cnn_int8", "cnn_uint8", "cnn_qoperator", "bert_int8")
 RTOL, ATOL = 1e-4, 1e-5  # the issue's tolerances, unless a model documents otherwise
 
 
@@ -33,6 +35,8 @@ def load(name: str, seed: int = 0, *, random_weights: bool = False
     if name in TORCH:
         from torch_models import export  # torch is imported only when needed
         return export(name, seed)
+    if name == "bert_int8":
+        return quantized_dynamically(*load("bert_layer", seed))
     if name in QUANTIZED:
         return quantized_mlp(seed) if name == "mlp_int8" else \
             quantized_cnn(seed, dynamic=name == "cnn_uint8",
@@ -91,10 +95,7 @@ def quantized_mlp(seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]
     """An MLP (784 -> 256, Relu, -> 10; MatMul + Add, seeded weights uniform in
     +-sqrt(3 / fan-in)) quantized by onnxruntime's ``quantize_dynamic`` (int8 weights),
     and a batch of 8 inputs."""
-    import tempfile
-
     from onnx import helper, numpy_helper
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     rng = np.random.default_rng(seed)
     weights = {}
@@ -112,12 +113,22 @@ def quantized_mlp(seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]
         initializer=[numpy_helper.from_array(v, k) for k, v in weights.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
+    return quantized_dynamically(model, {"x": rng.standard_normal((8, 784), dtype=np.float32)})
+
+
+def quantized_dynamically(model: onnx.ModelProto, inputs: dict
+                          ) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """``model`` quantized by onnxruntime's ``quantize_dynamic`` (int8 weights), and
+    ``inputs`` as they are."""
+    import tempfile
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
     with tempfile.TemporaryDirectory() as folder:
         onnx.save(model, f"{folder}/float.onnx")
         quantize_dynamic(f"{folder}/float.onnx", f"{folder}/int8.onnx",
                          weight_type=QuantType.QInt8)
-        quantized = onnx.load(f"{folder}/int8.onnx")
-    return quantized, {"x": rng.standard_normal((8, 784), dtype=np.float32)}
+        return onnx.load(f"{folder}/int8.onnx"), inputs
 
 
 def quantized_cnn(seed: int = 0, *, dynamic: bool = False, operators: bool = False
