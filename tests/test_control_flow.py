@@ -160,3 +160,30 @@ def test_loop_whose_condition_may_turn_false_is_refused():
                                      ("limit", np.array(10.0, np.float32))], opset=16)
     with pytest.raises(UnsupportedOpError, match="early exit"):
         polyc.compile(model)
+
+
+@pytest.mark.parametrize("direction", [0, 1])
+def test_scan_8_runs_the_body_per_batch_element(direction):
+    """Scan-8: a batch dim first on the states and scan inputs (scanned along dim 1),
+    directions, sequence_lens of full length; against onnxruntime."""
+    body = helper.make_graph(
+        [node("Add", ["s", "x_t"], ["s_next"]), node("Mul", ["s_next", "x_t"], ["y_t"])],
+        "body", [vi("s", (3,)), vi("x_t", (3,))], [vi("s_next", (3,)), vi("y_t", (3,))])
+    model = make_model([node("Scan", ["lens", "s0", "xs"], ["s_last", "ys"], body=body,
+                             num_scan_inputs=1, directions=[direction])],
+                       [("s0", (2, 3)), ("xs", (2, 4, 3))], ["s_last", "ys"],
+                       initializers=[("lens", np.array([4, 4], np.int64))], opset=8)
+    rng = np.random.default_rng(direction)
+    check(model, {"s0": rng.standard_normal((2, 3), dtype=np.float32),
+                  "xs": rng.standard_normal((2, 4, 3), dtype=np.float32)})
+
+
+def test_scan_8_with_shorter_sequences_is_refused():
+    body = helper.make_graph([node("Add", ["s", "x_t"], ["s_next"])], "body",
+                             [vi("s", (3,)), vi("x_t", (3,))], [vi("s_next", (3,))])
+    model = make_model([node("Scan", ["lens", "s0", "xs"], ["s_last"], body=body,
+                             num_scan_inputs=1)],
+                       [("s0", (2, 3)), ("xs", (2, 4, 3))], ["s_last"],
+                       initializers=[("lens", np.array([4, 2], np.int64))], opset=8)
+    with pytest.raises(UnsupportedOpError, match="sequence_lens other than"):
+        polyc.compile(model)

@@ -110,6 +110,66 @@ def Scan(ctx, *inputs, body, num_scan_inputs, scan_input_axes=None,
     return loop.finish(outputs[:n], outputs[n:], out_axes, out_reverse)
 
 
+@onnx_op("Scan", 8)
+def Scan_8(ctx, sequence_lens, *inputs, body, num_scan_inputs, directions=None):
+    """Scan-8: every state and scan input has a batch dim first (scan inputs scanned
+    along dim 1); the body runs over each batch element's slices: one Scan (as version 9)
+    per element, the outputs stacked along the batch. ``sequence_lens`` absent or a
+    constant of full lengths (shorter sequences are refused)."""
+    if not inputs or any(len(x.shape) < 1 for x in inputs):
+        raise ctx.shape_error("every state and scan input needs a batch dim")
+    batch = inputs[0].shape[0]
+    if not isinstance(batch, int) or any(x.shape[0] != batch for x in inputs):
+        raise ctx.shape_error(f"the inputs' batch dims {[x.shape[0] for x in inputs]} "
+                              "must be one number")
+    m = int(num_scan_inputs)
+    if sequence_lens is not None:
+        lengths = ctx.constant_value(sequence_lens)
+        full = inputs[-1].shape[1] if m and len(inputs[-1].shape) > 1 else None
+        if lengths is None or (lengths != full).any():
+            raise ctx.unsupported("sequence_lens other than a constant of the full length "
+                                  f"{full} (shorter sequences have outputs of other shapes)")
+    per_batch = []
+    for b in range(batch):
+        parts = [ctx.map(x.shape[1:], Read(x.name, (Ix.constant(b),)
+                                           + identity_index(len(x.shape) - 1)),
+                         label="scan_batch") for x in inputs]
+        outputs = Scan(ctx, *parts, body=body if b == 0 else _renamed_body(body, f"__{b}"),
+                       num_scan_inputs=m, scan_input_directions=directions)
+        per_batch.append(outputs if isinstance(outputs, tuple) else (outputs,))
+    return tuple(_stacked(ctx, [outputs[k] for outputs in per_batch])
+                 for k in range(len(per_batch[0])))
+
+
+def _renamed_body(body, suffix: str):
+    """A copy of the subgraph ``body`` whose own values (inputs, node outputs) end in
+    ``suffix``, so that lowering it again names new tensors; names from outside kept."""
+    import onnx
+
+    copy = onnx.GraphProto()
+    copy.CopyFrom(body)
+    own = {v.name for v in copy.input} | {o for n in copy.node for o in n.output if o}
+    rename = lambda name: name + suffix if name in own else name  # noqa: E731
+    for value in [*copy.input, *copy.output, *copy.value_info]:
+        value.name = rename(value.name)
+    for n in copy.node:
+        n.input[:] = [rename(i) for i in n.input]
+        n.output[:] = [rename(o) for o in n.output]
+    return copy
+
+
+def _stacked(ctx, parts: list[TensorInfo]) -> TensorInfo:
+    """``parts`` (of one shape) stacked along a new first dim: one Map selecting by it."""
+    shape = (len(parts),) + parts[0].shape
+    index = tuple(Ix.var(1 + k) for k in range(len(parts[0].shape)))
+    value = Read(parts[-1].name, index)
+    for b in reversed(range(len(parts) - 1)):
+        chosen = Call("eq", (Read(ctx.positions(len(parts)).name, (Ix.var(0),)),
+                             Const(b, "int64")))
+        value = Call("select", (chosen, Read(parts[b].name, index), value))
+    return ctx.map(shape, value, label="scan_batch_stack")
+
+
 @onnx_op("Loop", 1, 11, 13, 16, 19, 21, 23, 24, 25)
 def Loop(ctx, M=None, cond=None, *states, body):
     """Loop with a constant trip count ``M`` and a condition that stays true (absent, or
