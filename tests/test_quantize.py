@@ -394,3 +394,23 @@ def test_qdq_conv_with_a_bias_off_its_scale_stays_float():
     assert not any(note.startswith("fused") for note in compiled.compilation.graph.notes)
     want = run_onnxruntime(model, inputs)["y"]
     np.testing.assert_allclose(compiled.run(inputs)["y"], want, rtol=0, atol=0.2 + 1e-6)
+
+
+@pytest.mark.parametrize("shape, attrs", [((2, 6, 11), {"group": 3, "pads": [1, 2]}),
+                                          ((1, 4, 5, 6, 7), {"pads": [1] * 6})])
+def test_grouped_and_other_rank_integer_convs_run_exactly_in_floats(shape, attrs):
+    """A grouped 1-D and a 3-D ConvInteger whose sums stay below 2**24: the float conv of
+    the shifted values (conv_integer_floats), bit for bit with onnxruntime."""
+    rng = np.random.default_rng(len(shape))
+    group = attrs.get("group", 1)
+    kernel = (3,) * (len(shape) - 2)
+    x = rng.integers(0, 256, shape).astype(np.uint8)
+    w = rng.integers(0, 256, (6, shape[1] // group, *kernel)).astype(np.uint8)
+    model = make_model([node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], **attrs)],
+                       [("x", shape, T.UINT8)], [("y", None, T.INT32)],
+                       initializers=[("w", w), ("xz", np.array(117, np.uint8)),
+                                     ("wz", np.array(130, np.uint8))], opset=10)
+    compiled = polyc.compile(model)
+    assert "conv_integer_floats" in str(compiled.compilation.graph)
+    np.testing.assert_array_equal(compiled.run({"x": x})["y"],
+                                  run_onnxruntime(model, {"x": x})["y"])

@@ -9,9 +9,9 @@ QLinearConv adds its int32 bias and requantizes as QLinearMatMul does:
 ``clamp(round(acc * x_scale * w_scale / y_scale) + y_zero_point)`` (``w_scale`` and
 ``w_zero_point`` one value or one per output channel).
 2-D convolutions by constant weights whose zero point their byte offset cancels run as
-byte dot products (:mod:`polyc.frontend.ops.byte_conv`); depthwise ones whose sums stay
-below 2**24 as the float depthwise conv (exact: integers in float32); the others as
-plain loops.
+byte dot products (:mod:`polyc.frontend.ops.byte_conv`); grouped (depthwise), 1-D and
+3-D ones whose sums stay below 2**24 as the float conv (exact: integers in float32);
+the others as plain loops.
 """
 
 from __future__ import annotations
@@ -81,9 +81,9 @@ def _integer_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group: int, kerne
     words = byte_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group, win)
     if words is not None:
         return words
-    if group == channels == out_channels:
-        exact = _depthwise_in_floats(ctx, x, w, x_zero_point, w_zero_point, bias, kernel,
-                                     attributes)
+    if group > 1 or rank != 2:  # (a 2-D conv of one group might take Winograd's)
+        exact = _in_floats(ctx, x, w, x_zero_point, w_zero_point, bias, group, kernel,
+                           attributes)
         if exact is not None:
             return exact
     value = ctx.constant_value(x_zero_point)
@@ -109,11 +109,11 @@ def _integer_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group: int, kerne
     return ctx.view(acc, (n, out_channels) + win.out, label="conv_integer_channels")
 
 
-def _depthwise_in_floats(ctx, x, w, x_zero_point, w_zero_point, bias, kernel, attributes):
-    """A depthwise conv by constant weights as the float Conv of ``x - x_zero_point`` by
+def _in_floats(ctx, x, w, x_zero_point, w_zero_point, bias, group, kernel, attributes):
+    """A conv by constant weights as the float Conv of ``x - x_zero_point`` by
     ``w - w_zero_point``, cast to int32, when every partial sum is an integer below
-    2**24 (exact in float32, in any order): the float depthwise recipe, not int32 loops.
-    None when the bound does not hold."""
+    2**24 (exact in float32, in any order): the float recipes (depthwise, grouped, 1-D
+    and 3-D convs), not int32 loops. None when the bound does not hold."""
     weights = ctx.constant_value(w)
     w_zero = 0 if w_zero_point is None else ctx.constant_value(w_zero_point)
     if weights is None or w_zero is None:
@@ -124,7 +124,8 @@ def _depthwise_in_floats(ctx, x, w, x_zero_point, w_zero_point, bias, kernel, at
     x_zero = ctx.constant_value(x_zero_point)
     zero = 0 if x_zero_point is None else None if x_zero is None else int(x_zero.reshape(-1)[0])
     x_bound = high - low if zero is None else max(zero - low, high - zero)
-    if int(np.prod(kernel)) * x_bound * int(np.abs(w_shift).max(initial=0)) >= 2 ** 24:
+    terms = w.shape[1] * int(np.prod(kernel))  # products summed per output
+    if terms * x_bound * int(np.abs(w_shift).max(initial=0)) >= 2 ** 24:
         return None
     rank = len(x.shape)
     value = Call("cast_float32", (Read(x.name, identity_index(rank)),))
@@ -132,7 +133,7 @@ def _depthwise_in_floats(ctx, x, w, x_zero_point, w_zero_point, bias, kernel, at
         value = Call("sub", (value, Call("cast_float32", (first_element(x_zero_point),))))
     floats = ctx.map(x.shape, value, label="conv_integer_floats")
     wf = ctx.constant(w_shift.astype(np.float32), label="conv_integer_weights")
-    y = Conv(ctx, floats, wf, group=x.shape[1], kernel_shape=list(kernel), **attributes)
+    y = Conv(ctx, floats, wf, group=group, kernel_shape=list(kernel), **attributes)
     total = Call("cast_int32", (Read(y.name, identity_index(len(y.shape))),))
     if bias is not None:
         total = Call("add", (total, Call("cast_int32", (Read(bias.name, (Ix.var(1),)),))))
