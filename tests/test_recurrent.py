@@ -232,3 +232,18 @@ def test_the_versions_before_7_give_the_same_outputs(op):
     got = run_polyc(model, feeds)
     for name, expected in want.items():
         np.testing.assert_allclose(got[name], expected, rtol=2e-5, atol=2e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("op", ["LSTM"])
+def test_cells_of_a_large_batch_run_in_parallel_each_step(op):
+    """Batch 16 x 256 hidden units on 2 threads: the cell statements under the time loop
+    are a parallel loop (RECURRENT_MIN_INSTANCES), the results onnxruntime's."""
+    model, feeds = recurrent_model(op, steps=4, batch=16, inputs=32, hidden=256, seed=5)
+    compiled = polyc.compile(model, threads=2)
+    cells = [d for d in compiled.schedule.decisions if d.startswith("parallel:")
+             and (f"{op.lower()}_h" in d)]
+    assert cells, compiled.schedule.decisions
+    want = run_onnxruntime(model, feeds)
+    got = compiled.run(feeds)
+    for name, expected in want.items():
+        np.testing.assert_allclose(got[name], expected, rtol=1e-4, atol=1e-4, err_msg=name)

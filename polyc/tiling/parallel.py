@@ -52,6 +52,11 @@ MIN_INSTANCES = 1 << 17
 # Fewer iterations leave threads idle or unequal: a 1000x1100x1200 matmul's two column
 # blocks of 1008 and 192 columns ran 1.2x faster on two threads, its 8 row blocks 1.4x.
 MIN_ITERATIONS = 4
+# Inside a recurrence's time loop (an LSTM's cell after its recurrent product, a region
+# of threads each step already) from this many instances a step: the batch-16 LSTM of
+# benchmarks/recurrent.py (2 x 4096 cell instances a step) on 2 threads, the cell
+# serial 10.43 ms, in parallel 9.75 (onnxruntime 10.3-10.5 in the same runs).
+RECURRENT_MIN_INSTANCES = 1 << 12
 _SKIP_BELOW = (VECTOR_MARK, TRANSPOSE_MARK, MARK)  # marks whose subtrees get no parallel mark
 
 
@@ -101,11 +106,19 @@ def _target(scop: Scop, band: isl.ScheduleNode, min_instances: int) -> int | Non
             return None
         if kind == isl.schedule_node_type.band:
             outer_bands.append(node)
-    if len(outer_bands) > 1:
+    recurrent = _recurrent(scop, band)
+    if len(outer_bands) > 1 and not recurrent:  # (a recurrence's: its time loop, a tile)
         return None
-    if outer_bands and _parallel_member(scop, outer_bands[0], min_instances) is not None:
+    if any(_parallel_member(scop, outer, min_instances) is not None for outer in outer_bands):
         return None
+    if recurrent:
+        min_instances = min(min_instances, RECURRENT_MIN_INSTANCES)
     return _parallel_member(scop, band, min_instances)
+
+
+def _recurrent(scop: Scop, band: isl.ScheduleNode) -> bool:
+    """Whether every statement under ``band`` runs inside a recurrence's time loop."""
+    return all(scop.statement(name).recurrent for name in statement_names(band.get_domain()))
 
 
 def _parallel_member(scop: Scop, band: isl.ScheduleNode, min_instances: int) -> int | None:
