@@ -53,13 +53,16 @@ def _vi(name, shape):
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
 
 
-def matmul_case(m, k, n):
+def matmul_case(m, k, n, dtype=np.float32):
     rng = np.random.default_rng(0)
-    a = rng.standard_normal((m, k), dtype=np.float32)
-    b = rng.standard_normal((k, n), dtype=np.float32)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    kind = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    vi = lambda name, shape: helper.make_tensor_value_info(name, kind, list(shape))  # noqa: E731
     model = _model([helper.make_node("MatMul", ["a", "b"], ["y"])],
-                   [_vi("a", a.shape), _vi("b", b.shape)], [_vi("y", (m, n))])
-    return f"matmul {m}x{k}x{n}", model, {"a": a, "b": b}, lambda: a @ b
+                   [vi("a", a.shape), vi("b", b.shape)], [vi("y", (m, n))])
+    suffix = "" if dtype == np.float32 else f" {np.dtype(dtype).name}"
+    return f"matmul {m}x{k}x{n}{suffix}", model, {"a": a, "b": b}, lambda: a @ b
 
 
 def batched_matmul_case(batch, m, k, n):
@@ -218,6 +221,7 @@ CASES = {
     "matmul256": lambda: matmul_case(256, 256, 256),
     "matmul512": lambda: matmul_case(512, 512, 512),
     "matmul1024": lambda: matmul_case(1024, 1024, 1024),
+    "matmul512_f64": lambda: matmul_case(512, 512, 512, np.float64),
     "matmul1000x1100x1200": lambda: matmul_case(1000, 1100, 1200),
     "batched": lambda: batched_matmul_case(8, 128, 64, 128),
     "matmul_add_relu": lambda: matmul_add_relu_case(1024),

@@ -538,3 +538,24 @@ def test_a_product_narrower_than_every_tile_takes_one_vector_wide_tiles(n):
     inputs = random_inputs(model, seed=2)
     expected = run_onnxruntime(model, inputs)["y"]
     np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape, trans_b", [((37, 29, 70), 0), ((64, 200, 48), 1),
+                                            ((5, 300, 33), 0), ((130, 64, 96), 1)])
+def test_products_of_doubles_take_the_recipe(shape, trans_b, threads):
+    """float64 Gemm (B transposed or not, partial tiles, fewer rows than a tile) with the
+    register-tile recipe of doubles (WIDE_TILES), against numpy's float64 product."""
+    from onnx import TensorProto
+
+    m, k, n = shape
+    rng = np.random.default_rng(m + n)
+    a = rng.standard_normal((m, k))
+    b = rng.standard_normal((n, k) if trans_b else (k, n))
+    model = make_model([helper.make_node("Gemm", ["a", "b"], ["y"], transB=trans_b)],
+                       [("a", [m, k], TensorProto.DOUBLE)], [("y", [m, n], TensorProto.DOUBLE)],
+                       initializers=[("b", b)])
+    compiled = polyc.compile(model, threads=threads)
+    assert contraction_notes(compiled)
+    expected = a @ (b.T if trans_b else b)
+    np.testing.assert_allclose(compiled.run({"a": a})["y"], expected, rtol=1e-12, atol=1e-12)

@@ -25,7 +25,7 @@ Matmul, Gemm with either operand transposed and batched MatMul all match.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import islpy as isl
 
@@ -54,6 +54,7 @@ class Contraction:
     inner: tuple[int, ...] = ()  # further reduction dims, inside k, in domain order
     b_contiguous: bool = False  # b is read with stride 1 along j
     b_batch: tuple[int, ...] = ()  # the batch dims that b's index uses
+    wide: bool = False  # float64: 8-byte elements (microkernel.WIDE_TILES)
 
     @property
     def reductions(self) -> tuple[int, ...]:
@@ -110,9 +111,9 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
         return None
     statement = scop.statement(statements[0].get_tuple_name())
     operands = _operands(statement)
-    if scop.array(statement.write.array).dtype != ("int32" if _byte_dot(statement.body)
-                                                   else "float32"):
-        return None  # the register tile and packing are float32 code, or byte dot products
+    dtype = scop.array(statement.write.array).dtype
+    if dtype not in (("int32",) if _byte_dot(statement.body) else ("float32", "float64")):
+        return None  # the register tile and packing are float code, or byte dot products
     extents = _box_extents(scop, statement.domain)
     if operands is None or extents is None:
         return None
@@ -140,6 +141,10 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
     if c.inner and not c.b_contiguous and \
             scop.array(statement.reads[c.b].array).kind != "constant":
         return None  # several reductions: b is read as it is, or packed at compile time
+    if dtype == "float64":
+        if c.inner:
+            return None  # (direct convolutions of doubles: not measured)
+        c = replace(c, wide=True)
     if c.inner:  # the recipe replaces this band and the ones below it (Pluto skews
         return None if band_above(band) else c  # a serial multi-loop reduction)
     return c if _unit_rows(scop, band, statement, outer) else None

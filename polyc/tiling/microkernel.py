@@ -50,6 +50,9 @@ from polyc.tiling.packing import Packed
 
 # mr x nr, 24 zmm accumulators each; 1024^3 measured 145, 142 and 137 GFLOP/s
 REGISTER_TILES = ((6, 64), (8, 48), (12, 32))
+# Of doubles (a 16-lane vector is 2 zmm registers): 24 registers of accumulators too.
+WIDE_TILES = ((6, 32), (12, 16))
+DOUBLE_BYTES = 8
 # With symbolic rows (a batch) the last row tile is partial at most values, and its loops
 # then have no constant trip count: tiles of 8 or 4 rows divide the usual batch sizes.
 # Measured against artifacts compiled for the batch (1 thread): a symbolic N x 512 x 1024
@@ -208,7 +211,10 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     - ``mc`` so a block of A ``mc x kc`` fills an eighth of L2 (row tiles per block;
       with column tiles inside row tiles it matters little).
 
-    Blocks never exceed the extents (rounded up to whole register tiles)."""
+    Blocks never exceed the extents (rounded up to whole register tiles). A product of
+    doubles: :func:`_wide_blocking`."""
+    if c.wide:
+        return _wide_blocking(c, caches)
     m, n, k = c.size("i"), c.size("j"), c.size("k")
     tiles = SYMBOLIC_ROW_TILES if isinstance(c.extent("i"), str) else REGISTER_TILES
     inner = c.inner_size
@@ -254,6 +260,20 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
         share = _balanced_share if (mr, nr) == SEVEN_ROW_TILE else _floor_share
         nc = min(nc, nr * share(tiles))
     mc = _fit(caches.l2 // 16 // (steps * FLOAT_BYTES), mr, m)
+    return Blocking(mr, nr, mc, nc, kc)
+
+
+def _wide_blocking(c: Contraction, caches: Caches) -> Blocking:
+    """A product of doubles (a vector of 16 is two registers): of :data:`WIDE_TILES`, the
+    one leaving the fewest columns (then rows) to partial tiles (all the rows when there
+    are fewer); blocks as for floats with 8-byte elements."""
+    m, n, k = c.size("i"), c.size("j"), c.size("k")
+    columns = lambda t: n % t[1] if t[1] <= n else n  # noqa: E731
+    mr, nr = min(WIDE_TILES, key=lambda t: (columns(t), m % t[0]))
+    mr = min(mr, m)
+    kc = _even_blocks(k, KC)
+    nc = _fit(caches.l2 // 2 // (kc * DOUBLE_BYTES), nr, n)
+    mc = _fit(caches.l2 // 16 // (kc * DOUBLE_BYTES), mr, m)
     return Blocking(mr, nr, mc, nc, kc)
 
 
