@@ -158,13 +158,13 @@ def test_not_an_onnx_file(tmp_path):
 
 
 def test_unsupported_op_is_one_line(tmp_path):
-    node = helper.make_node("Unique", ["x"], ["y"], name="uniq")
+    node = helper.make_node("RandomUniformLike", ["x"], ["y"], name="noise")
     graph = helper.make_graph(
-        [node], "unique", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])])
+        [node], "noise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 10
-    path = tmp_path / "unique.onnx"
+    path = tmp_path / "noise.onnx"
     onnx.save(model, path)
     assert_one_line_error(polyc("compile", path, "-o", tmp_path / "u.so"),
-                          r"unsupported op Unique .*'uniq'")
+                          r"unsupported op RandomUniformLike .*'noise'")

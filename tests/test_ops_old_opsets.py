@@ -325,9 +325,8 @@ def test_unsupported(opset, nodes, shape, error, match):
 
 # Versions in effect at opsets 6 to 10 of ops polyc lowers that stay unregistered:
 # Upsample-1 (opset 6) was experimental (its bilinear mode is not defined precisely),
-# Upsample-10 is deprecated (onnx.checker rejects both); Scan-8 scans a batch of
-# sequences of their own lengths (Scan-9 on, without the batch, is lowered).
-UNREGISTERED = {("Upsample", 1), ("Upsample", 10), ("Scan", 8)}
+# Upsample-10 is deprecated (onnx.checker rejects both).
+UNREGISTERED = {("Upsample", 1), ("Upsample", 10)}
 
 
 def test_every_old_version_of_a_lowered_op_is_registered():
