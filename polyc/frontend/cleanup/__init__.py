@@ -3,7 +3,8 @@
 ``cleanup`` lists the passes in order. Each is a function ``OnnxGraph -> OnnxGraph``
 that records what it did in ``OnnxGraph.notes``; one module per family of passes:
 
-- ``host_ops``: NonMaxSuppression on the graph's outputs, left to the runtime;
+- ``host_ops``: NonMaxSuppression, Unique, Compress on the graph's outputs, left to
+  the runtime;
 - ``dead``: nodes no output depends on, constants nothing reads;
 - ``constants``: Constant nodes, Shape/Size of static shapes, all-constant nodes
   (evaluated by ``onnx.reference``), If nodes of constant conditions (the branch they
