@@ -32,8 +32,9 @@ copied; ``"zeros"``: copied if passed, zeros otherwise. Outputs without ``"init"
 modified.
 
 ``"host"`` and ``"results"`` (optional): ops the runtime runs after the call on the
-inputs and outputs (NonMaxSuppression, whose output length depends on the values), and
-the names a call returns, in the model's order (:mod:`polyc.runtime.host`).
+inputs and outputs (NonMaxSuppression, Unique, Compress: their output lengths depend on
+the values), and the names a call returns, in the model's order
+(:mod:`polyc.runtime.host`).
 
 This module imports only numpy, ctypes and the standard library, so AOT artifacts
 run without islpy or llvmlite.
