@@ -21,15 +21,22 @@ from llvmlite import ir
 
 from polyc.codegen.exprs import F32, F64, FLOAT64_FUNCTIONS, FLOAT_FUNCTIONS, I1, I64, fconst
 from polyc.codegen.vecmath import intrinsic
-from polyc.frontend.core import CAST_VIA, FLOATS, MINIFLOATS, SUB_BYTE, UNSIGNED
+from polyc.frontend.core import (
+    BIT_WIDTHS,
+    CAST_VIA,
+    FLOATS,
+    INTEGER,
+    MINIFLOATS,
+    SUB_BYTE,
+    UNSIGNED,
+)
 
 I32 = ir.IntType(32)
 I16 = ir.IntType(16)
 I8 = ir.IntType(8)
 F16 = ir.HalfType()
 
-BITS = {"int64": 64, "int32": 32, "int16": 16, "int8": 8, "int4": 4, "int2": 2,
-        "uint64": 64, "uint32": 32, "uint16": 16, "uint8": 8, "uint4": 4, "uint2": 2}
+BITS = {dtype: BIT_WIDTHS[dtype] for dtype in INTEGER}
 _INTS = {64: I64, 32: I32, 16: I16, 8: I8, 4: ir.IntType(4), 2: ir.IntType(2)}
 REGISTER = {"float32": F32, "float64": F64, "float16": F32, "bfloat16": F32, "bool": I1,
             **{dtype: F32 for dtype in MINIFLOATS},

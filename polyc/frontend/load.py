@@ -27,10 +27,9 @@ MIN_OPSET = 6  # older models: each op accepts only the versions it registers
 # The element types of graph inputs and outputs (polyc.frontend.core.DTYPES).
 _T = onnx.TensorProto
 TENSOR_TYPES = (_T.FLOAT, _T.DOUBLE, _T.FLOAT16, _T.BFLOAT16, _T.FLOAT8E4M3FN,
-                _T.FLOAT8E4M3FNUZ, _T.FLOAT8E5M2, _T.FLOAT8E5M2FNUZ, _T.FLOAT4E2M1, _T.INT64,
-                _T.INT32,
-                _T.INT16, _T.INT8, _T.INT4, _T.INT2, _T.UINT64, _T.UINT32, _T.UINT16,
-                _T.UINT8, _T.UINT4, _T.UINT2, _T.BOOL)
+                _T.FLOAT8E4M3FNUZ, _T.FLOAT8E5M2, _T.FLOAT8E5M2FNUZ, _T.FLOAT4E2M1,
+                _T.INT64, _T.INT32, _T.INT16, _T.INT8, _T.INT4, _T.INT2,
+                _T.UINT64, _T.UINT32, _T.UINT16, _T.UINT8, _T.UINT4, _T.UINT2, _T.BOOL)
 SUPPORTED = ("float32, float64, float16, bfloat16, the float8 types e4m3fn, e4m3fnuz, e5m2 "
              "and e5m2fnuz, float4e2m1, int64, int32, int16, int8, int4, int2, uint64, "
              "uint32, uint16, uint8, uint4, uint2 and bool")

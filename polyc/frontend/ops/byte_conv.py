@@ -34,6 +34,7 @@ from polyc.frontend.ops.byte_product import (
     signed_weights,
     words,
 )
+from polyc.frontend.ops.indexing import first_element
 
 
 def byte_conv(ctx, x, w, x_zero_point, w_zero_point, bias, group: int, win):
@@ -117,8 +118,7 @@ def _padded(ctx, x, x_zero_point, win, channels: int):
         fill = 0 if zero is None else int(zero.reshape(-1)[0])
         return ctx.map(shape, Read(x.name, index, "fill", fill), label="conv_bytes_pad")
     inside = ctx.constant(np.ones(x.shape[1:], x.dtype), "inside")
-    first = Read(x_zero_point.name, (Ix.constant(0),) * len(x_zero_point.shape))
     value = Call("select", (Call("eq", (Read(inside.name, index[1:], "fill", 0),
                                         Const(1, x.dtype))),
-                            Read(x.name, index, "fill", 0), first))
+                            Read(x.name, index, "fill", 0), first_element(x_zero_point)))
     return ctx.map(shape, value, label="conv_bytes_pad")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from polyc.frontend.core import Call, Const, Ix, Read, identity_index
-from polyc.frontend.ops.indexing import first_element
+from polyc.frontend.ops.indexing import value_at
 
 BYTES = ("uint8", "int8")
 OFFSET = 128  # int8 <-> uint8: the sign bit flipped
@@ -103,9 +103,7 @@ def shift(ctx, zero_point, offset: int, index: Ix):
     value = ctx.constant_value(zero_point)
     if value is not None and value.size == 1:
         return Const(int(value.reshape(-1)[0]) + offset, "int32")
-    per_tensor = int(np.prod(zero_point.shape)) == 1
-    zero = first_element(zero_point) if per_tensor else Read(zero_point.name, (index,))
-    zero = Call("cast_int32", (zero,))
+    zero = Call("cast_int32", (value_at(zero_point, (index,)),))
     return zero if not offset else Call("add", (zero, Const(offset, "int32")))
 
 

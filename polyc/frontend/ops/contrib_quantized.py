@@ -19,7 +19,8 @@ import numpy as np
 from polyc.frontend.core import Call, Const, Ix, Read, identity_index
 from polyc.frontend.ops.activation import LeakyRelu
 from polyc.frontend.ops.elementwise import Add, Mul, Sigmoid
-from polyc.frontend.ops.indexing import first_element
+from polyc.frontend.ops.indexing import broadcast_index, first_element, value_at
+from polyc.frontend.ops.layout import Transpose
 from polyc.frontend.ops.norm_transformer import Softmax, Softmax_11
 from polyc.frontend.ops.pool import AveragePool, GlobalAveragePool
 from polyc.frontend.ops.quantize import (
@@ -40,9 +41,14 @@ def _real(ctx, x, scale, zero):
 
 def _quantized(ctx, y, scale, zero, like):
     """``y`` quantized to ``zero``'s type, or ``like``'s when there is no zero point."""
-    if zero is None:
-        zero = ctx.constant(np.zeros((), like.dtype), label="zero_point")
-    return QuantizeLinear(ctx, y, scale, zero)
+    return QuantizeLinear(ctx, y, scale, _zero_point(ctx, zero, like))
+
+
+def _zero_point(ctx, zero, like):
+    """``zero``, or a zero of ``like``'s type for an omitted zero point (the output
+    then takes the input's type, as onnxruntime's)."""
+    return ctx.constant(np.zeros((), like.dtype), label="zero_point") if zero is None \
+        else zero
 
 
 @contrib_op("QLinearAdd")
@@ -94,10 +100,10 @@ def QLinearGlobalAveragePool(ctx, X, x_scale, x_zero_point, y_scale, y_zero_poin
     (``channels_last``: X is [N, H, W, C] and so is Y), quantized."""
     real = _real(ctx, X, x_scale, x_zero_point)
     if channels_last:
-        real = _permuted(ctx, real, NHWC_TO_NCHW)
+        real = Transpose(ctx, real, perm=NHWC_TO_NCHW)
     y = GlobalAveragePool(ctx, real)
     if channels_last:
-        y = _permuted(ctx, y, NCHW_TO_NHWC)
+        y = Transpose(ctx, y, perm=NCHW_TO_NHWC)
     return _quantized(ctx, y, y_scale, y_zero_point, X)
 
 
@@ -109,12 +115,12 @@ def QLinearAveragePool(ctx, X, x_scale, x_zero_point, y_scale, y_zero_point=None
     as QLinearGlobalAveragePool)."""
     real = _real(ctx, X, x_scale, x_zero_point)
     if channels_last:
-        real = _permuted(ctx, real, NHWC_TO_NCHW)
+        real = Transpose(ctx, real, perm=NHWC_TO_NCHW)
     y = AveragePool(ctx, real, auto_pad=auto_pad, ceil_mode=ceil_mode,
                     count_include_pad=count_include_pad, kernel_shape=kernel_shape,
                     pads=pads, strides=strides)
     if channels_last:
-        y = _permuted(ctx, y, NCHW_TO_NHWC)
+        y = Transpose(ctx, y, perm=NCHW_TO_NHWC)
     return _quantized(ctx, y, y_scale, y_zero_point, X)
 
 
@@ -138,39 +144,25 @@ def QGemm(ctx, A, a_scale, a_zero_point, B, b_scale, b_zero_point, C=None, y_sca
     if len(A.shape) != 2 or len(B.shape) != 2:
         raise ctx.shape_error(f"A {list(A.shape)} and B {list(B.shape)} must be 2-D")
     if transA:
-        A = _permuted(ctx, A, (1, 0))
+        A = Transpose(ctx, A, perm=(1, 0))
     if transB:
         value = ctx.constant_value(B)
         B = ctx.constant(np.ascontiguousarray(value.T), label="qgemm_weights") \
-            if value is not None else _permuted(ctx, B, (1, 0))
+            if value is not None else Transpose(ctx, B, perm=(1, 0))
     acc = integer_product(ctx, A, B, a_zero_point, b_zero_point)
     if C is not None:
-        bias = Read(C.name, _broadcast(C, acc.shape))
+        try:
+            bias = Read(C.name, broadcast_index(tuple(C.shape), acc.shape))
+        except ValueError as e:
+            raise ctx.shape_error(f"C: {e}") from None
         acc = ctx.map(acc.shape, Call("add", (Read(acc.name, identity_index(2)),
                                               Call("cast_int32", (bias,)))), label="qgemm_bias")
-    column = (Ix.var(1),)
-    b_factor = first_element(b_scale) if int(np.prod(b_scale.shape)) == 1 else \
-        Read(b_scale.name, column)
     factor = Call("mul", (Call("cast_float32", (first_element(a_scale),)),
-                          Call("cast_float32", (b_factor,))))
+                          Call("cast_float32", (value_at(b_scale, (Ix.var(1),)),))))
     if alpha != 1.0:
         factor = Call("mul", (factor, Const(float(alpha), "float32")))
     if y_scale is None:
         return ctx.map(acc.shape, Call("mul", (Call("cast_float32", (
             Read(acc.name, identity_index(2)),)), factor)), label="qgemm_float")
     factor = Call("div", (factor, Call("cast_float32", (first_element(y_scale),))))
-    if y_zero_point is None:
-        y_zero_point = ctx.constant(np.zeros((), A.dtype), label="zero_point")
-    return requantized(ctx, acc, factor, y_zero_point)
-
-
-def _broadcast(C, shape) -> tuple[Ix, ...]:
-    """The index of a bias C broadcast to the 2-D ``shape`` (numpy's rules)."""
-    offset = len(shape) - len(C.shape)
-    return tuple(Ix.constant(0) if C.shape[d] == 1 and shape[d + offset] != 1
-                 else Ix.var(d + offset) for d in range(len(C.shape)))
-
-
-def _permuted(ctx, x, perm):
-    shape = tuple(x.shape[p] for p in perm)
-    return ctx.view(x, shape, kind="transpose", perm=perm, label="transpose")
+    return requantized(ctx, acc, factor, _zero_point(ctx, y_zero_point, A))

@@ -64,6 +64,14 @@ def first_element(tensor) -> Read:
     return Read(tensor.name, tuple(Ix.constant(0) for _ in tensor.shape))
 
 
+def value_at(tensor, index: tuple[Ix, ...]) -> Read:
+    """``tensor``'s one value at every point when it has one element (a per-tensor scale
+    or zero point), else its element at ``index`` (one per channel, row or column)."""
+    if size(tensor.shape) == 1:
+        return first_element(tensor)
+    return Read(tensor.name, index)
+
+
 def from_end(index, size: int) -> Call:
     """An integer index read as int64, ``size`` added when it is negative (ONNX's
     indices counted from the end of a dim)."""

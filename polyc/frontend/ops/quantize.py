@@ -35,7 +35,7 @@ from polyc.frontend.core import (
 from polyc.frontend.load import dtype_name
 from polyc.frontend.ops.byte_product import byte_product
 from polyc.frontend.ops.elementwise import minifloat_cast
-from polyc.frontend.ops.indexing import first_element, normalize_axis
+from polyc.frontend.ops.indexing import first_element, normalize_axis, value_at
 from polyc.frontend.ops.linalg import product
 from polyc.frontend.ops.registry import onnx_op
 
@@ -145,9 +145,7 @@ def QLinearMatMul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_sca
                                   "column)")
     acc = integer_product(ctx, a, b, a_zero_point, b_zero_point)
     column = (Ix.var(len(acc.shape) - 1),)
-    scales = [Call("cast_float32", (first_element(s) if int(np.prod(s.shape)) == 1
-                                    else Read(s.name, column),))
-              for s in (a_scale, b_scale, y_scale)]
+    scales = [Call("cast_float32", (value_at(s, column),)) for s in (a_scale, b_scale, y_scale)]
     return requantized(ctx, acc, Call("div", (Call("mul", tuple(scales[:2])), scales[2])),
                        y_zero_point)
 
@@ -168,9 +166,7 @@ def shifted(read, zero_point, index: tuple) -> Call:
     value = Call("cast_int32", (read,))
     if zero_point is None:
         return value
-    per_tensor = int(np.prod(zero_point.shape)) == 1
-    zero = first_element(zero_point) if per_tensor else Read(zero_point.name, index)
-    return Call("sub", (value, Call("cast_int32", (zero,))))
+    return Call("sub", (value, Call("cast_int32", (value_at(zero_point, index),))))
 
 
 def integer_product(ctx, A, B, a_zero_point, b_zero_point):

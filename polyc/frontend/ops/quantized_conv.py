@@ -21,7 +21,7 @@ import numpy as np
 from polyc.frontend.core import Call, Const, Ix, Read, identity_index
 from polyc.frontend.ops.byte_conv import byte_conv
 from polyc.frontend.ops.conv import Conv
-from polyc.frontend.ops.indexing import first_element
+from polyc.frontend.ops.indexing import first_element, value_at
 from polyc.frontend.ops.quantize import requantized, shifted
 from polyc.frontend.ops.registry import onnx_op
 from polyc.frontend.ops.window import window
@@ -49,8 +49,7 @@ def QLinearConv(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale
         if size != 1 and (role != "w_scale" or tuple(scale.shape) != (channels,)):
             raise ctx.unsupported(f"{role} of shape {list(scale.shape)}: one value (or one "
                                   "per output channel for w_scale)")
-    w_factor = first_element(w_scale) if int(np.prod(w_scale.shape)) == 1 else \
-        Read(w_scale.name, (Ix.var(1),))
+    w_factor = value_at(w_scale, (Ix.var(1),))
     factor = Call("div", (Call("mul", (Call("cast_float32", (first_element(x_scale),)),
                                         Call("cast_float32", (w_factor,)))),
                           Call("cast_float32", (first_element(y_scale),))))
