@@ -155,3 +155,14 @@ def test_other_contrib_ops_are_refused_with_the_list():
                           [("w", np.ones((1, 1, 1, 1), np.float32))])
     with pytest.raises(UnsupportedOpError, match="com.microsoft' polyc lowers only QGemm"):
         polyc.compile(model)
+
+
+def test_qgemm_with_a_bias_that_does_not_broadcast_is_a_shape_error():
+    rng = np.random.default_rng(2)
+    inits = _params("a", "uint8", 0.02, 130) + [
+        ("b", _bytes(rng, (8, 6), "int8")), ("bs", np.array(0.01, np.float32)),
+        ("bz", np.array(0, np.int8)), ("c", np.zeros(5, np.int32))]
+    model = contrib_model([ms("QGemm", ["a", "as", "az", "b", "bs", "bz", "c"], ["y"])],
+                          [("a", (4, 8), T.UINT8)], [("y", (4, 6), T.FLOAT)], inits)
+    with pytest.raises(polyc.errors.ShapeError, match="QGemm.*C: cannot broadcast"):
+        polyc.compile(model)
