@@ -51,8 +51,9 @@ PARALLEL_KERNELS = ["gemver", "fusion", "independent", "matmul", "mm2", "mm3", "
 
 @pytest.fixture
 def every_loop(monkeypatch):
-    """Mark parallel loops however little work they hold."""
+    """Mark parallel loops however little work they (and the program) hold."""
     monkeypatch.setattr(parallel_stage, "MIN_INSTANCES", 1)
+    monkeypatch.setattr(parallel_stage, "MIN_PROGRAM_INSTANCES", 1)
 
 
 def matmul_model(m, k, n):
@@ -226,11 +227,25 @@ def test_loops_of_few_iterations_stay_serial():
                                rtol=1e-4, atol=1e-4)
 
 
-def test_small_loop_nests_stay_serial():
+def test_small_loop_nests_stay_serial(monkeypatch):
+    monkeypatch.setattr(parallel_stage, "MIN_PROGRAM_INSTANCES", 1)
     model, _ = mlp_example()  # x[4, 64]: no loop nest is worth a region
     compiled = polyc.compile(model, threads=2)
     assert regions(compiled) == 0
     assert not any(d.startswith("parallel:") for d in compiled.schedule.decisions)
+
+
+def test_small_programs_stay_serial(monkeypatch):
+    model = matmul_model(257, 64, 300)  # 4.9M multiply-adds: a region per loop nest
+    inputs = random_inputs(model, seed=2)
+    assert regions(polyc.compile(model, threads=2)) > 0
+    monkeypatch.setattr(parallel_stage, "MIN_PROGRAM_INSTANCES", 257 * 64 * 300 * 2)
+    compiled = polyc.compile(model, threads=2)
+    assert regions(compiled) == 0
+    (note,) = [d for d in compiled.schedule.decisions if d.startswith("parallel:")]
+    assert note.startswith("parallel: off (") and "statement instances in all" in note
+    np.testing.assert_allclose(compiled.run(inputs)["y"], inputs["a"] @ inputs["b"],
+                               rtol=1e-4, atol=1e-4)
 
 
 def test_threads_1_emits_no_regions_and_says_so():

@@ -22,12 +22,15 @@ marks. Code generation outlines the marked loop to the OpenMP runtime
 dependence (:func:`polyc.scheduler.legality.check_parallel`).
 
 A loop nest whose regions would hold fewer than :data:`MIN_INSTANCES` statement
-instances each stays serial: an OpenMP region costs 6-13 us on two threads.
+instances each stays serial: an OpenMP region costs 6-13 us on two threads. A whole
+program of fewer than :data:`MIN_PROGRAM_INSTANCES` instances stays serial too: its
+regions (a thread woken for each) cost more than its work on two threads saves.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import islpy as isl
 
@@ -57,6 +60,12 @@ MIN_ITERATIONS = 4
 # benchmarks/recurrent.py (2 x 4096 cell instances a step) on 2 threads, the cell
 # serial 10.43 ms, in parallel 9.75 (onnxruntime 10.3-10.5 in the same runs).
 RECURRENT_MIN_INSTANCES = 1 << 12
+# A program of fewer instances in all stays serial. Measured on two threads (compiled
+# serial / with parallel marks, 200 interleaved calls, one run): the int8 MLP of
+# benchmarks/models.py (2^18.7 instances) 0.018 / 0.044 ms, the float 2-layer MLP
+# (2^20.6) 0.036 / 0.046 ms; from about 2^22 on, threads paid in most models (bert_int8,
+# 2^21.97: 0.141 / 0.128 ms; bert_layer, 2^23.7: 0.287 / 0.235 ms).
+MIN_PROGRAM_INSTANCES = 1 << 21
 _SKIP_BELOW = (VECTOR_MARK, TRANSPOSE_MARK, MARK)  # marks whose subtrees get no parallel mark
 
 
@@ -64,8 +73,12 @@ def parallelize(scop: Scop, result: ScheduleResult, *, threads: int | None
                 ) -> ScheduleResult:
     """The pipeline stage: ``result`` with parallel marks (:func:`mark_parallel`) and a
     decision per mark; ``threads=1`` leaves the schedule serial."""
+    total = program_instances(scop, result.schedule)
     if threads == 1:
         notes = ["off (threads=1)"]
+        schedule = result.schedule
+    elif total is not None and total < MIN_PROGRAM_INSTANCES:
+        notes = [f"off ({total} statement instances in all, below {MIN_PROGRAM_INSTANCES})"]
         schedule = result.schedule
     else:
         schedule, notes = mark_parallel(scop, result.schedule)
@@ -170,17 +183,29 @@ def _regions(times: isl.Set, dim: int) -> int:
     return count
 
 
-def _instances(scop: Scop, band: isl.ScheduleNode) -> int:
-    """Statement instances below ``band`` (their bounding boxes, at the bound parameters)."""
+def program_instances(scop: Scop, schedule: isl.Schedule) -> int | None:
+    """Statement instances of the whole program (bounding boxes at the bound
+    parameters), or None when a dimension's extent is not known."""
     total = 0
-    for domain in union_sets(band.get_domain()):
-        if scop.sizing_context is not None:
-            domain = domain.intersect_params(scop.sizing_context)
-        volume = 1
-        for d in range(domain.dim(isl.dim_type.set)):
-            volume *= span(domain, d) or 1
-        total += volume
+    for domain in union_sets(schedule.get_domain()):
+        extents = _extents(scop, domain)
+        if None in extents:
+            return None
+        total += math.prod(extents)
     return total
+
+
+def _instances(scop: Scop, band: isl.ScheduleNode) -> int:
+    """Statement instances below ``band`` (their bounding boxes, at the bound parameters;
+    a dimension of unknown extent counts once)."""
+    return sum(math.prod(e or 1 for e in _extents(scop, domain))
+               for domain in union_sets(band.get_domain()))
+
+
+def _extents(scop: Scop, domain: isl.Set) -> list[int | None]:
+    if scop.sizing_context is not None:
+        domain = domain.intersect_params(scop.sizing_context)
+    return [span(domain, d) for d in range(domain.dim(isl.dim_type.set))]
 
 
 def _mark(band: isl.ScheduleNode, member: int, notes: list[str]) -> isl.ScheduleNode:
