@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 
 def compile(model, **options):  # noqa: A001 - the natural name for a compiler's entry
     """Compile an ONNX model (path, bytes or ``onnx.ModelProto``) to a JIT-run model;
-    ``options`` are :func:`polyc.pipeline.compile_model`'s (``threads=N``, ``fuse=``...)."""
+    ``options`` are :func:`polyc.pipeline.build`'s (``threads=N``, ``fuse=``, ``cache=``...)."""
     from polyc.pipeline import compile_model
     return compile_model(model, **options)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from polyc import config
 from polyc.errors import InputError, ModelError, PolycError
 from polyc.runtime.output import check_target, replacing
 
@@ -39,7 +40,8 @@ examples:
   polyc ops
 
 environment: POLYC_DEBUG=1..4 (stage times, IR, dependences, LLVM IR), POLYC_CC (linker),
-OMP_NUM_THREADS (threads of parallel loops).
+POLYC_CACHE=0 (no compile cache), POLYC_CACHE_DIR (its folder, default ~/.cache/polyc),
+POLYC_CACHE_SIZE (its bound, default 4G), OMP_NUM_THREADS (threads of parallel loops).
 """
 
 
@@ -85,20 +87,13 @@ def positive_int(text: str) -> int:
     return value
 
 
-SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
 def parse_size(text: str) -> int:
     """``"64G"`` -> bytes (units K, M, G, T of 1024; a plain number is bytes)."""
-    number, unit = text[:-1] if text[-1:].upper() in SIZE_UNITS else text, \
-        text[-1:].upper() if text[-1:].upper() in SIZE_UNITS else ""
     try:
-        value = int(float(number) * SIZE_UNITS[unit])
+        return config.parse_size(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a size such as 512M or 64G, got {text!r}")
-    return value
+        raise argparse.ArgumentTypeError(f"expected a size such as 512M or 64G, "
+                                         f"got {text!r}") from None
 
 
 def parse_blocking(text: str) -> tuple[int, ...]:
@@ -172,6 +167,10 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--memory-limit", type=parse_size, metavar="SIZE",
                        help="the most memory one call may need, inputs, outputs, weights "
                        "and scratch (512M, 64G; default: this machine's memory)")
+    group.add_argument("--cache", action=argparse.BooleanOptionalAction, default=None,
+                       help="read and write the compile cache (default: on unless "
+                       "POLYC_CACHE=0; --no-cache compiles from scratch and stores nothing; "
+                       "see 'polyc cache')")
     group.add_argument("--symbolic", metavar="NAME[,NAME...]", type=parse_names,
                        action="append", default=[],
                        help="keep the dynamic dim NAME symbolic: one artifact for every "
@@ -248,6 +247,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --profile: also write the profile as JSON")
     add_compile_options(sub)
 
+    sub = command("cache", cache_command,
+                  "show or empty the compile cache (models compiled before load at once)",
+                  ["polyc cache info", "polyc cache clear",
+                   "POLYC_CACHE_DIR=/tmp/pc POLYC_CACHE_SIZE=1G polyc compile m.onnx"])
+    sub.add_argument("action", choices=("info", "clear"),
+                     help="info: the folder, its entries and size; clear: remove every entry")
+
     sub = command("ops", ops_command, "list the ONNX ops polyc lowers, with their versions",
                   ["polyc ops", "polyc ops Conv"])
     sub.add_argument("names", nargs="*", metavar="OP", help="only these ops")
@@ -270,15 +276,18 @@ def compile_options(args) -> dict:
                "tile": args.tile, "tile_size": collect(args.tile_size, "--tile-size"),
                "blocking": collect(args.blocking, "--blocking"),
                "threads": args.threads, "profile": args.profile, "winograd": args.winograd,
-               "memory_limit": args.memory_limit}
+               "memory_limit": args.memory_limit, "cache": args.cache}
     return {key: value for key, value in options.items() if value is not None}
 
 
-def compile_onnx(path: str, args):
+def compile_onnx(path: str, args, *, load: bool = True):
+    """The ONNX model ``path`` compiled (or read from the compile cache), loaded unless
+    ``load`` is False."""
     if not Path(path).is_file():
         raise ModelError(f"no such model file: {path}")
-    from polyc.pipeline import compile_model  # heavy: islpy, llvmlite, onnx
-    return compile_model(path, **compile_options(args))
+    from polyc.pipeline import build  # heavy: islpy, llvmlite, onnx
+    compiled = build(path, **compile_options(args))
+    return compiled.loaded() if load else compiled
 
 
 def open_target(args):
@@ -336,9 +345,10 @@ def compile_command(args) -> None:
     output = Path(args.output) if args.output else Path(Path(args.model).stem + ".so")
     check_target(output, reads=[args.model])  # before compiling
     clock = time.perf_counter()
-    compiled = compile_onnx(args.model, args)
+    compiled = compile_onnx(args.model, args, load=False)
     compiled.save(output)
-    print(f"wrote {output} in {time.perf_counter() - clock:.2f} s")
+    cached = " (from the compile cache)" if compiled.cached else ""
+    print(f"wrote {output} in {time.perf_counter() - clock:.2f} s{cached}")
     if args.report:
         print(compiled.report())
 
@@ -427,6 +437,20 @@ def ops_command(args) -> None:
         print("and ops the runtime runs after the compiled code when only the graph's "
               "outputs take theirs (their length depends on the values): " + ", ".join(
                   f"{op} {', '.join(map(str, v))}" for op, (v, _) in sorted(HOST_OPS.items())))
+
+
+def cache_command(args) -> None:
+    from polyc.cache import open_cache
+
+    cache = open_cache(True)
+    if args.action == "clear":
+        count = cache.clear()
+        print(f"removed {count} entr{'y' if count == 1 else 'ies'} from {cache.root}")
+    else:
+        print(cache.info())
+        if not config.cache_enabled():
+            print("  off in this environment (POLYC_CACHE=0): compiles neither read nor "
+                  "write it")
 
 
 def manifest_json(manifest: dict) -> str:

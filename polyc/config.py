@@ -5,6 +5,9 @@
 | ``POLYC_DEBUG``     | 0 quiet; 1 stage names and times; 2 IR after each stage;       |
 |                     | 3 dependences and scheduler systems; 4 LLVM IR                 |
 | ``POLYC_CC``        | C compiler used to link AOT artifacts (default ``cc``)         |
+| ``POLYC_CACHE``     | ``0`` / ``off``: no compile cache (see :mod:`polyc.cache`)     |
+| ``POLYC_CACHE_DIR`` | the compile cache's folder (default ``~/.cache/polyc``)        |
+| ``POLYC_CACHE_SIZE``| its bound in bytes, or with a unit: ``512M``, ``8G``           |
 | ``OMP_WAIT_POLICY`` | libgomp's wait policy; when neither it nor ``GOMP_SPINCOUNT``  |
 | ``GOMP_SPINCOUNT``  | is set, polyc loads libgomp with :data:`POLYC_WAIT_POLICY`     |
 |                     | (see :mod:`polyc.runtime.openmp`)                              |
@@ -17,6 +20,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 # libgomp's variables that decide how long its idle threads spin before they sleep,
 # and what polyc gives libgomp when the user set neither: 3,000 spins (about 30 us here)
@@ -41,6 +45,46 @@ def debug_level() -> int:
 def c_compiler() -> str:
     """The C compiler that links AOT artifacts."""
     return os.environ.get("POLYC_CC", "cc")
+
+
+def cache_enabled() -> bool:
+    """Whether compiles use the compile cache (``POLYC_CACHE`` is not 0/off/no/false)."""
+    return os.environ.get("POLYC_CACHE", "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+def cache_dir() -> Path:
+    """``$POLYC_CACHE_DIR``, else ``$XDG_CACHE_HOME/polyc``, else ``~/.cache/polyc``."""
+    if os.environ.get("POLYC_CACHE_DIR"):
+        return Path(os.environ["POLYC_CACHE_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "polyc"
+
+
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``"64G"`` -> bytes (units K, M, G, T of 1024; a plain number is bytes); ValueError
+    for anything else, or a size below one byte."""
+    text = text.strip()
+    unit = text[-1:].upper() if text[-1:].upper() in SIZE_UNITS else ""
+    value = int(float(text[:len(text) - len(unit)]) * SIZE_UNITS[unit])
+    if value < 1:
+        raise ValueError(f"not a positive size: {text!r}")
+    return value
+
+
+def cache_size(default: int) -> int:
+    """``$POLYC_CACHE_SIZE`` in bytes (``default`` when unset; a bad value warns)."""
+    text = os.environ.get("POLYC_CACHE_SIZE")
+    if not text:
+        return default
+    try:
+        return parse_size(text)
+    except ValueError:
+        print(f"polyc: POLYC_CACHE_SIZE={text!r} is not a size such as 512M or 8G; "
+              f"using {default} bytes", file=sys.stderr)
+        return default
 
 
 def user_wait_policy() -> dict[str, str]:

@@ -13,6 +13,8 @@ A loop nest written in Python (:mod:`polyc.scop.nest`) enters at the SCoP:
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
@@ -262,8 +264,14 @@ def _profile_parts(scop: Scop, program: LoopProgram) -> tuple[dict, ...]:
     return tuple(profile_parts(scop, program, parts(program.root)))
 
 
+def compile_model(model, **options) -> "CompiledModel":
+    """Compile ``model`` (path, bytes or ModelProto) to native code in this process and
+    load it; ``options`` are :func:`build`'s."""
+    return build(model, **options).loaded()
+
+
 @checked_options
-def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
+def build(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
                   shapes: Mapping[str, tuple[int, ...]] | None = None,
                   dims: Mapping[str, int] | None = None,
                   symbolic: Sequence[str] | None = None,
@@ -271,12 +279,13 @@ def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check
                   tile_size=None, blocking=None,
                   threads: int | None = None, profile: bool = False,
                   winograd: str = DEFAULT_WINOGRAD,
-                  memory_limit: int | None = None) -> "CompiledModel":
-    """Compile ``model`` (path, bytes or ModelProto) to native code in this process.
-    ``shapes`` (``{"x": (1, 3, 224, 224)}``) fixes whole input shapes and ``dims``
-    (``{"batch": 8}``) named dynamic dims wherever they appear; ``symbolic``
-    (``["batch"]``) keeps named dynamic dims symbolic: the code takes any value, read
-    from the input shapes at each call;
+                  memory_limit: int | None = None,
+                  cache: bool | None = None) -> "CompiledModel":
+    """Compile ``model`` (path, bytes or ModelProto) to native code, not yet loaded
+    (:func:`compile_model` loads it). ``shapes`` (``{"x": (1, 3, 224, 224)}``) fixes
+    whole input shapes and ``dims`` (``{"batch": 8}``) named dynamic dims wherever
+    they appear; ``symbolic`` (``["batch"]``) keeps named dynamic dims symbolic: the
+    code takes any value, read from the input shapes at each call;
     ``fast_math=False`` keeps IEEE float order: no reassociation, no FMA contraction;
     ``tile=False`` keeps the scheduler's loops untiled; ``blocking`` (a
     :class:`~polyc.tiling.microkernel.Blocking` or ``(mr, nr, mc, nc, kc)``) fixes the
@@ -290,13 +299,15 @@ def compile_model(model, *, scheduler: str = "pluto", fuse: str = "smart", check
     (F(2x2, 3x3), as accurate as a direct conv), ``"4x4"`` (F(4x4, 3x3), faster, a few
     times a direct conv's rounding error) or ``"off"`` (direct); ``memory_limit`` (bytes,
     default this machine's memory) bounds what one call needs, inputs, outputs,
-    constants and scratch (:mod:`polyc.limits`)."""
+    constants and scratch (:mod:`polyc.limits`); ``cache`` (default: on unless
+    ``POLYC_CACHE=0``) reads and writes the compile cache (:mod:`polyc.cache`): a model
+    compiled before with the same options loads without compiling."""
     options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
                       shapes=dict(shapes) if shapes else None,
                       dims=dict(dims) if dims else None,
                       symbolic=_names(symbolic), threads=threads, profile=bool(profile),
                       winograd=winograd, memory_limit=memory_limit)
-    return _jit(lower(model, options), source=None if isinstance(model, Graph) else model)
+    return build_model(model, options, cache=cache)
 
 
 @checked_options
@@ -315,7 +326,8 @@ def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
     options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
                       params=values or None, symbolic=symbolic, threads=threads,
                       profile=bool(profile))
-    return _jit(lower_scop(scop, options, _Stages()))
+    compilation = lower_scop(scop, options, _Stages())
+    return CompiledModel(native_code(compilation), compilation).loaded()
 
 
 def _names(symbolic) -> tuple[str, ...] | None:
@@ -334,31 +346,111 @@ def _blocking(value):
     return dict(value) if isinstance(value, Mapping) else as_blocking(value)
 
 
-def _jit(compilation: Compilation, source=None) -> "CompiledModel":
-    start = time.perf_counter()
-    jit = _jit_module(compilation)
-    seconds = time.perf_counter() - start
-    config.log(config.STAGES, f"polyc: {'jit':<12} {seconds * 1e3:9.2f} ms")
-    return CompiledModel(compilation, jit, seconds, source)
+def build_model(model, options: Options, *, cache: bool | None = None) -> "CompiledModel":
+    """``model`` compiled with ``options`` to native code, or read from the compile cache
+    (:mod:`polyc.cache`; ``cache`` as for :func:`compile_model`), not yet loaded."""
+    from polyc import cache as compile_cache
+
+    source = None if isinstance(model, Graph) else model
+    store = compile_cache.open_cache(cache) if source is not None else None
+    key = compile_cache.model_key(model, options.as_dict()) if store is not None else None
+    if key is not None:
+        start = time.perf_counter()
+        hit = store.entry(key).load()
+        if hit is not None:
+            seconds = time.perf_counter() - start
+            config.log(config.STAGES, f"polyc: {'cache':<12} {seconds * 1e3:9.2f} ms "
+                                      f"(entry {key[:16]})")
+            return CompiledModel(Native(hit.code, hit.manifest, hit.constants,
+                                        (("cache", seconds),)),
+                                 source=source, options=options, entry=hit.entry)
+    compilation = lower(model, options)
+    built = native_code(compilation)
+    entry = None
+    if key is not None:
+        entry = store.store(key, built.code, built.manifest, built.constants,
+                            _description(model))
+    return CompiledModel(built, compilation, source=source, options=options, entry=entry)
 
 
-def _jit_module(compilation: Compilation):
-    from polyc.runtime.jit import JitModule
+@dataclass(frozen=True)
+class Native:
+    """A compiled program: its object file, manifest and constants, and what making it
+    took (``(stage, seconds)``)."""
 
-    return JitModule(compilation.llvm_ir, compilation.manifest, compilation.constants)
+    code: Any  # polyc.runtime.native.NativeCode
+    manifest: dict[str, Any]
+    constants: Mapping[str, np.ndarray]
+    times: tuple[tuple[str, float], ...] = ()
+
+
+def native_code(compilation: Compilation) -> Native:
+    """LLVM, once: ``compilation``'s IR optimised and emitted as one object file."""
+    from polyc.runtime.native import emit_object
+
+    code = emit_object(compilation.llvm_ir, compilation.manifest)
+    times = (("optimize", code.seconds["parse"] + code.seconds["optimize"]),
+             ("object", code.seconds["object"]))
+    for name, seconds in times:
+        config.log(config.STAGES, f"polyc: {name:<12} {seconds * 1e3:9.2f} ms")
+    return Native(code, compilation.manifest, compilation.constants, times)
+
+
+def _description(model) -> str:
+    return str(model) if isinstance(model, (str, os.PathLike)) else type(model).__name__
 
 
 class CompiledModel:
-    """A model compiled in process: run it, report on it, inspect it, save it, profile it."""
+    """A model compiled in process: run it, report on it, inspect it, save it, profile it.
 
-    def __init__(self, compilation: Compilation, jit, jit_seconds: float, source=None):
-        self.compilation, self._jit, self._jit_seconds = compilation, jit, jit_seconds
+    Read from the compile cache, it has no :class:`Compilation` until one is asked for
+    (``compilation``, ``schedule``, ``report()``, ``inspect()``, ``profile()``): the
+    model is then lowered again, which runs every stage but LLVM."""
+
+    def __init__(self, native: Native, compilation: Compilation | None = None, *,
+                 source=None, options: Options | None = None, entry=None):
+        self.native, self._compilation = native, compilation
         self._source = source  # the ONNX model given (path, bytes, ModelProto), if any
-        self._profiled = jit if compilation.options.profile else None
+        self._options = options if compilation is None else compilation.options
+        self._entry = entry  # its compile cache entry, if any
+        self._cached = compilation is None
+        self._jit = None
+        self._load_seconds = 0.0
+        self._profiled = None
+
+    def loaded(self) -> "CompiledModel":
+        """This model with its code loaded into the process (MCJIT); returns itself."""
+        if self._jit is None:
+            from polyc.runtime.jit import JitModule
+
+            start = time.perf_counter()
+            self._jit = JitModule.from_object(self.native.code, self.native.manifest,
+                                              self.native.constants)
+            self._load_seconds = time.perf_counter() - start
+            config.log(config.STAGES, f"polyc: {'load':<12} {self._load_seconds * 1e3:9.2f} ms")
+            if self.options.profile:
+                self._profiled = self._jit
+        return self
+
+    @property
+    def options(self) -> Options:
+        return self._options
+
+    @property
+    def cached(self) -> bool:
+        """Whether the code was read from the compile cache."""
+        return self._cached
+
+    @property
+    def compilation(self) -> Compilation:
+        """Every stage's result (lowered again if the code came from the cache)."""
+        if self._compilation is None:
+            self._compilation = lower(self._source, self._options)
+        return self._compilation
 
     @property
     def manifest(self) -> dict[str, Any]:
-        return self.compilation.manifest
+        return self.native.manifest
 
     @property
     def schedule(self) -> ScheduleResult:
@@ -366,25 +458,45 @@ class CompiledModel:
 
     @property
     def inputs(self):
-        return self._jit.inputs
+        return self.loaded()._jit.inputs
 
     @property
     def outputs(self):
-        return self._jit.outputs
+        return self.loaded()._jit.outputs
 
     def run(self, inputs: Mapping[str, Any]) -> dict:
         """Run on ``{input name: numpy array}``; returns ``{output name: array}``."""
-        return self._jit.run(inputs)
+        return self.loaded()._jit.run(inputs)
 
     def save(self, path) -> None:
-        """Write an ahead-of-time shared library that loads with numpy and ctypes only."""
+        """Write an ahead-of-time shared library that loads with numpy and ctypes only:
+        the object file the JIT runs, linked (or the cache entry's artifact, copied)."""
         from polyc.runtime.aot import write_artifact
-        write_artifact(self.compilation.llvm_ir, self.manifest, path,
-                       self.compilation.constants, reads=(self._source,))
+        from polyc.runtime.output import check_target, replacing
+
+        def write(target):
+            return write_artifact(self.native.code, self.manifest, target,
+                                  self.native.constants, reads=(self._source,))
+
+        if self._entry is None:
+            write(path)
+            return
+        check_target(path, reads=(self._source,))
+        try:
+            made = self._entry.artifact(write)
+        except OSError:  # the cache folder cannot be written: link the file directly
+            write(path)
+            return
+        with replacing(path, reads=(self._source,)) as partial:
+            shutil.copyfile(made, partial)
 
     def report(self) -> str:
         from polyc.report import compile_report
-        return compile_report(self.compilation, self._jit_seconds)
+
+        times = list(self.native.times)
+        if self._jit is not None:
+            times.append(("load", self._load_seconds))
+        return compile_report(self.compilation, times, cached=self.cached)
 
     def inspect(self) -> str:
         from polyc.report import inspect_text
@@ -402,7 +514,8 @@ class CompiledModel:
         from polyc.runtime.profile import onnxruntime_times
 
         if self._profiled is None:
-            self._profiled = _jit_module(self.compilation.profiled())
+            timed = self.compilation.profiled()
+            self._profiled = CompiledModel(native_code(timed), timed).loaded()._jit
         reference = None
         if onnxruntime and self._source is not None:
             reference = onnxruntime_times(self._source, inputs, repeat,
@@ -410,5 +523,5 @@ class CompiledModel:
         return self._profiled.profile(inputs, repeat, reference)
 
 
-__all__ = ["Options", "Compilation", "CompiledModel", "compile_model", "compile_scop", "lower",
-           "lower_scop", "PolycError"]
+__all__ = ["Options", "Compilation", "CompiledModel", "build", "compile_model", "compile_scop",
+           "lower", "lower_scop", "PolycError"]

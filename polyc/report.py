@@ -5,7 +5,10 @@ from __future__ import annotations
 from polyc.islutil import union_maps
 
 
-def compile_report(compilation, jit_seconds: float) -> str:
+def compile_report(compilation, native_times, *, cached: bool = False) -> str:
+    """The report of ``compilation``; ``native_times`` are ``(stage, seconds)`` of making
+    and loading its native code, which came from the compile cache if ``cached`` (its
+    stages then did not run for this compile, and only those times are listed)."""
     graph, scop = compilation.graph, compilation.scop
     deps = sum(len(union_maps(m)) for m in scop.dependences.kinds().values())
     options = compilation.options
@@ -22,8 +25,10 @@ def compile_report(compilation, jit_seconds: float) -> str:
         f"  {_scratch(compilation.plan)}; {len(compilation.plan.constants)} constants",
     ]
     lines += [f"  note: {note}" for note in (graph.notes if graph is not None else ())]
+    if cached:
+        lines.append("  read from the compile cache (polyc.cache): no stage ran")
     lines.append(f"  {'stage':<14}{'ms':>10}")
-    times = list(compilation.times) + [("jit", jit_seconds)]
+    times = ([] if cached else list(compilation.times)) + list(native_times)
     lines += [f"  {name:<14}{seconds * 1e3:>10.2f}" for name, seconds in times]
     lines.append(f"  {'total':<14}{sum(s for _, s in times) * 1e3:>10.2f}")
     return "\n".join(lines)

@@ -421,7 +421,7 @@ def test_constants_stay_out_of_the_llvm_ir_and_each_module_has_its_own():
     (model_a, w_a), (model_b, w_b) = weight_model(1.0), weight_model(-0.5)
     a, b = polyc.compile(model_a), polyc.compile(model_b)  # the same constant names
     assert len(a.compilation.llvm_ir) < 100_000  # the 768 KB of w are not in the text
-    assert "external hidden constant" in a.compilation.llvm_ir
+    assert "external constant" in a.compilation.llvm_ir  # read through the GOT
     x = np.random.default_rng(0).standard_normal((3, 512)).astype(np.float32)
     for compiled, w in ((a, w_a), (b, w_b), (a, w_a)):
         np.testing.assert_allclose(compiled.run({"x": x})["y"], x @ w, rtol=1e-4, atol=1e-3)

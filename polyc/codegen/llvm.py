@@ -75,13 +75,14 @@ def _drop_fast_math(module: ir.Module) -> None:
 
 def _constants(module: ir.Module, scop: Scop, plan: BufferPlan) -> list[ir.GlobalVariable]:
     """Declarations of the constants: read-only, 64-byte aligned, defined outside the
-    module (hidden: an artifact addresses them directly, not through the GOT)."""
+    module and read through the GOT, so that one object file serves MCJIT (which binds
+    them to buffers anywhere in memory) and artifacts (whose linker turns the GOT loads
+    into direct addresses of the library's hidden constants)."""
     result = []
     for name in plan.constants:
         typ = ir.ArrayType(ir.IntType(8), scop.array(name).nbytes)
         gv = ir.GlobalVariable(module, typ, name=constant_symbol(name))
         gv.global_constant, gv.align = True, ALIGN
-        gv.storage_class = "hidden"  # llvmlite prints it where LLVM expects the visibility
         result.append(gv)
     return result
 

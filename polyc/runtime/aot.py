@@ -1,11 +1,9 @@
 """Ahead-of-time artifacts: one shared library that carries its own manifest.
 
-:func:`write_artifact` optimises the code generator's LLVM IR for the host CPU with a
-position-independent target machine, links in a tiny module that defines::
-
-    const char *polyc_manifest(void);   /* the manifest as JSON, NUL-terminated */
-
-emits one object file and links it with the system C compiler
+:func:`write_artifact` takes the object file of :func:`polyc.runtime.native.emit_object`
+(the code generator's LLVM IR optimised for the host CPU, position-independent, with
+``const char *polyc_manifest(void)`` returning the manifest as JSON) and links it with
+the system C compiler
 (``$POLYC_CC -shared -o lib.so obj.o constants.s -lm -lgomp``). The model's constants
 (weights) reach the library through ``constants.s``, an assembly file that defines
 each constant's symbol in a read-only section as the ``.incbin`` of its bytes. The
@@ -16,7 +14,6 @@ and ctypes.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import tempfile
@@ -25,46 +22,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
-from llvmlite import ir
 
 from polyc import config
-from polyc.codegen import target
 from polyc.errors import CodegenError
 from polyc.runtime import abi, seal
+from polyc.runtime.native import NativeCode, emit_object, manifest_ir  # noqa: F401
 from polyc.runtime.output import check_target, replacing
 
-MANIFEST_FUNCTION = "polyc_manifest"
 LINK_FLAGS = ("-shared", "-Wl,-Bsymbolic", "-Wl,-z,noexecstack")
 LIBRARIES = ("-lm", "-lgomp")
 MESSAGE_LINES = 12
-
-
-def manifest_ir(manifest: Mapping) -> str:
-    """LLVM IR of ``const char *polyc_manifest(void)`` returning ``manifest`` as JSON."""
-    data = json.dumps(manifest).encode("utf-8") + b"\0"
-    module = ir.Module(name=MANIFEST_FUNCTION)
-    text_type = ir.ArrayType(ir.IntType(8), len(data))
-    text = ir.GlobalVariable(module, text_type, name=f"{MANIFEST_FUNCTION}_json")
-    text.global_constant = True
-    text.linkage = "private"
-    text.initializer = ir.Constant(text_type, bytearray(data))
-    function = ir.Function(module, ir.FunctionType(ir.PointerType(), []), MANIFEST_FUNCTION)
-    ir.IRBuilder(function.append_basic_block("entry")).ret(text)
-    return str(module)
-
-
-def compile_object(llvm_ir: str, manifest: Mapping) -> bytes:
-    """An ELF object (PIC, host CPU, O3) defining the entry function and ``polyc_manifest``."""
-    tm = target.host_target_machine(reloc="pic")
-    module = target.parse(llvm_ir, tm)
-    target.require_function(module, manifest["entry"])
-    target.optimize(module, tm)
-    config.log_section(config.LLVM, "LLVM IR after O3 (AOT)", lambda: str(module))
-    try:
-        module.link_in(target.parse(manifest_ir(manifest), tm))
-    except RuntimeError as error:
-        raise CodegenError(f"cannot link the manifest in: {target.llvm_message(error)}") from None
-    return tm.emit_object(module)
 
 
 def constants_assembly(constants: Mapping[str, np.ndarray], folder: Path) -> str:
@@ -107,10 +74,11 @@ def link_shared(obj: bytes, path: Path, constants: Mapping[str, np.ndarray] | No
                                f"(exit {done.returncode}): {' | '.join(lines)}")
 
 
-def write_artifact(llvm_ir: str, manifest: Mapping, path: str | os.PathLike,
+def write_artifact(code: str | NativeCode, manifest: Mapping, path: str | os.PathLike,
                    constants: Mapping[str, np.ndarray] | None = None, *,
                    reads: Iterable = ()) -> Path:
-    """Compile ``llvm_ir`` for the host and write the shared library ``path``; return it.
+    """Write the shared library ``path`` of ``code`` (the object file of
+    :func:`~polyc.runtime.native.emit_object`, or LLVM IR compiled here); return it.
 
     ``manifest`` (format ``polyc-1``, see :mod:`polyc.runtime.abi`) is embedded in the
     library, and so are the values of the module's external ``constants`` (by symbol).
@@ -122,14 +90,13 @@ def write_artifact(llvm_ir: str, manifest: Mapping, path: str | os.PathLike,
     except (TypeError, ValueError) as error:
         raise CodegenError(f"bad manifest for {path}: {error}") from None
     path = check_target(path, reads=reads)
+    if isinstance(code, str):
+        code = emit_object(code, manifest)
     clock = time.perf_counter()
-    obj = compile_object(llvm_ir, manifest)
-    compiled = time.perf_counter()
     with replacing(path, reads=reads) as partial:
-        link_shared(obj, partial, constants, name=path.name)
+        link_shared(code.object, partial, constants, name=path.name)
         seal.seal(partial)
-    linked = time.perf_counter()
-    config.log(config.STAGES, f"polyc: {'aot object':<12} {(compiled - clock) * 1e3:9.2f} ms")
-    config.log(config.STAGES, f"polyc: {'aot link':<12} {(linked - compiled) * 1e3:9.2f} ms")
+    config.log(config.STAGES, f"polyc: {'aot link':<12} "
+                              f"{(time.perf_counter() - clock) * 1e3:9.2f} ms")
     return path
 

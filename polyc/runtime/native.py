@@ -1,0 +1,91 @@
+"""Native code: the code generator's LLVM IR as one optimised object file.
+
+LLVM runs once per compile (:func:`emit_object`): O3 for the host CPU, then one
+position-independent ELF object that defines the entry function and
+``const char *polyc_manifest(void)``. The same bytes serve both ways of running it:
+the in-process model loads them into MCJIT (:class:`polyc.runtime.jit.JitModule`),
+an artifact links them into a shared library (:mod:`polyc.runtime.aot`), and the
+compile cache (:mod:`polyc.cache`) keeps them.
+
+The model's constants stay outside the object, as external symbols read through the
+GOT: MCJIT binds them to numpy buffers anywhere in memory, and the static linker turns
+an artifact's GOT loads into direct addresses (its constants are hidden symbols of the
+library).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from polyc import config
+from polyc.codegen import target
+from polyc.errors import CodegenError
+
+MANIFEST_FUNCTION = "polyc_manifest"
+
+
+@dataclass(frozen=True)
+class NativeCode:
+    """An object file and what loading it needs: the external symbols it calls or reads
+    (functions from libm and libgomp, and the constants), and the time each LLVM step
+    took (``parse``, ``optimize``, ``object``). ``optimized_ir`` is the module's text
+    after O3 when it was asked for (``keep_ir``)."""
+
+    object: bytes
+    functions: tuple[str, ...]  # external functions the code calls
+    constants: tuple[str, ...]  # external data the code reads (the model's constants)
+    seconds: Mapping[str, float] = field(default_factory=dict)
+    optimized_ir: str | None = None
+
+
+def manifest_ir(manifest: Mapping) -> str:
+    """LLVM IR of ``const char *polyc_manifest(void)`` returning ``manifest`` as JSON."""
+    data = json.dumps(manifest).encode("utf-8") + b"\0"
+    module = ir.Module(name=MANIFEST_FUNCTION)
+    text_type = ir.ArrayType(ir.IntType(8), len(data))
+    text = ir.GlobalVariable(module, text_type, name=f"{MANIFEST_FUNCTION}_json")
+    text.global_constant = True
+    text.linkage = "private"
+    text.initializer = ir.Constant(text_type, bytearray(data))
+    function = ir.Function(module, ir.FunctionType(ir.PointerType(), []), MANIFEST_FUNCTION)
+    ir.IRBuilder(function.append_basic_block("entry")).ret(text)
+    return str(module)
+
+
+def emit_object(llvm_ir: str, manifest: Mapping, *, keep_ir: bool = False) -> NativeCode:
+    """Optimise ``llvm_ir`` (O3, host CPU), link ``polyc_manifest`` in, emit one PIC object."""
+    clock = time.perf_counter()
+    tm = target.host_target_machine(reloc="pic")
+    module = target.parse(llvm_ir, tm)
+    target.require_function(module, manifest["entry"])
+    parsed = time.perf_counter()
+    target.optimize(module, tm)
+    optimized = time.perf_counter()
+    text = str(module) if keep_ir or config.debug_level() >= config.LLVM else None
+    if text is not None:
+        config.log_section(config.LLVM, "LLVM IR after O3", text)
+    functions = tuple(f.name for f in module.functions
+                      if f.is_declaration and not f.name.startswith("llvm."))
+    constants = tuple(v.name for v in module.global_variables if v.is_declaration)
+    try:
+        module.link_in(target.parse(manifest_ir(manifest), tm))
+    except RuntimeError as error:
+        raise CodegenError(f"cannot link the manifest in: {target.llvm_message(error)}") from None
+    try:
+        data = tm.emit_object(module)
+    except RuntimeError as error:
+        raise CodegenError(f"LLVM could not emit code: {target.llvm_message(error)}") from None
+    seconds = {"parse": parsed - clock, "optimize": optimized - parsed,
+               "object": time.perf_counter() - optimized}
+    return NativeCode(data, functions, constants, seconds, text)
+
+
+def missing_functions(code: NativeCode) -> list[str]:
+    """The external functions ``code`` calls that no library of this process defines."""
+    return [name for name in code.functions if not llvm.address_of_symbol(name)]
