@@ -167,6 +167,9 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--memory-limit", type=parse_size, metavar="SIZE",
                        help="the most memory one call may need, inputs, outputs, weights "
                        "and scratch (512M, 64G; default: this machine's memory)")
+    group.add_argument("--quiet", action="store_true",
+                       help="no progress line while a long compile runs (shown on a "
+                       "terminal after a second; also POLYC_PROGRESS=0)")
     group.add_argument("--cache", action=argparse.BooleanOptionalAction, default=None,
                        help="read and write the compile cache (default: on unless "
                        "POLYC_CACHE=0; --no-cache compiles from scratch and stores nothing; "
@@ -534,6 +537,9 @@ def one_line(error: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "quiet", False):
+        from polyc import progress
+        progress.quiet()
     try:
         args.handler(args)
     except BrokenPipeError:  # e.g. `polyc inspect m.so | head`: the reader left, stop quietly

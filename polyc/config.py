@@ -5,6 +5,7 @@
 | ``POLYC_DEBUG``     | 0 quiet; 1 stage names and times; 2 IR after each stage;       |
 |                     | 3 dependences and scheduler systems; 4 LLVM IR                 |
 | ``POLYC_CC``        | C compiler used to link AOT artifacts (default ``cc``)         |
+| ``POLYC_PROGRESS``  | ``0`` / ``off``: no progress line for long compiles on a terminal |
 | ``POLYC_CACHE``     | ``0`` / ``off``: no compile cache (see :mod:`polyc.cache`)     |
 | ``POLYC_CACHE_DIR`` | the compile cache's folder (default ``~/.cache/polyc``)        |
 | ``POLYC_CACHE_SIZE``| its bound in bytes, or with a unit: ``512M``, ``8G``           |
@@ -47,9 +48,19 @@ def c_compiler() -> str:
     return os.environ.get("POLYC_CC", "cc")
 
 
+def _switch(name: str) -> bool:
+    """Whether the on/off variable ``name`` is on (unset counts as on)."""
+    return os.environ.get(name, "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+def progress_enabled() -> bool:
+    """Whether long compiles on a terminal show their progress (``POLYC_PROGRESS``)."""
+    return _switch("POLYC_PROGRESS")
+
+
 def cache_enabled() -> bool:
     """Whether compiles use the compile cache (``POLYC_CACHE`` is not 0/off/no/false)."""
-    return os.environ.get("POLYC_CACHE", "1").strip().lower() not in ("0", "off", "no", "false")
+    return _switch("POLYC_CACHE")
 
 
 def cache_dir() -> Path:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from polyc import __version__, config
+from polyc import __version__, config, progress
 from polyc.codegen.ast import LoopProgram, build_ast, parts
 from polyc.codegen.inplace import storage, write_in_place
 from polyc.codegen.layout import INITIAL, BufferPlan, constant_data, plan_buffers
@@ -159,6 +159,7 @@ class _Stages:
         self.times: list[tuple[str, float]] = []
 
     def run(self, name: str, fn: Callable, *args, **kwargs):
+        progress.stage(name)
         start = time.perf_counter()
         result = fn(*args, **kwargs)
         seconds = time.perf_counter() - start
@@ -364,8 +365,9 @@ def build_model(model, options: Options, *, cache: bool | None = None) -> "Compi
             return CompiledModel(Native(hit.code, hit.manifest, hit.constants,
                                         (("cache", seconds),)),
                                  source=source, options=options, entry=hit.entry)
-    compilation = lower(model, options)
-    built = native_code(compilation)
+    with progress.compile_progress(_description(model)):
+        compilation = lower(model, options)
+        built = native_code(compilation)
     entry = None
     if key is not None:
         entry = store.store(key, built.code, built.manifest, built.constants,
@@ -388,6 +390,7 @@ def native_code(compilation: Compilation) -> Native:
     """LLVM, once: ``compilation``'s IR optimised and emitted as one object file."""
     from polyc.runtime.native import emit_object
 
+    progress.stage("LLVM (O3, object)")
     code = emit_object(compilation.llvm_ir, compilation.manifest)
     times = (("optimize", code.seconds["parse"] + code.seconds["optimize"]),
              ("object", code.seconds["object"]))
@@ -397,7 +400,10 @@ def native_code(compilation: Compilation) -> Native:
 
 
 def _description(model) -> str:
-    return str(model) if isinstance(model, (str, os.PathLike)) else type(model).__name__
+    if isinstance(model, (str, os.PathLike)):
+        return str(model)
+    name = getattr(getattr(model, "graph", None), "name", "")
+    return f"model '{name}'" if name else "a model"
 
 
 class CompiledModel:

@@ -10,6 +10,7 @@ from typing import Callable
 
 import islpy as isl
 
+from polyc import progress
 from polyc.errors import PolycError
 from polyc.fusion.groups import FusionGroups
 from polyc.islutil import ordered, sequence, statement_names, union_of
@@ -56,6 +57,7 @@ def schedule(scop: Scop, groups: FusionGroups, *, scheduler: str = "pluto") -> S
     for k, group in enumerate(groups.groups):
         part, notes = SCHEDULERS[scheduler](scop, group, groups.policy)
         parts.append(part)
+        progress.step(k + 1, len(groups.groups))
         decisions += [f"G{k}: {note}" for note in notes]
     if not scop.dependences.exact:
         decisions.insert(0, "dependences: memory-based (dependence analysis over its budget, "
