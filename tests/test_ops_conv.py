@@ -18,6 +18,7 @@ import polyc
 from polyc.errors import PolycError, ShapeError, UnsupportedOpError
 from polyc.frontend import import_model
 from polyc.frontend.core import Map, Reduce
+from polyc.tiling import parallel as parallel_stage
 from polyc.tiling.cache import Caches
 from polyc.tiling.microkernel import choose_blocking
 
@@ -442,7 +443,7 @@ def test_direct_conv_tile_fits_the_output_rows(channels, width, tile):
     (256, 13, 1, 256, None), (256, 7, 2, 64, "i3/64 (c0)"), (192, 7, 2, 32, "i3/32 (c0)"),
     (256, 13, 2, 256, "i1 (c3)"), (64, 13, 2, 64, "i1 (c3)")])
 def test_direct_conv_on_threads_splits_its_channels_or_rows(channels, size, threads, nc,
-                                                            parallel):
+                                                            parallel, monkeypatch):
     """On several threads a direct conv over 7 output rows (fewer than 8) makes at least
     4 column blocks of its channels (of 2 register tiles of 32 for 256 channels; of one
     for 192, whose 6 tiles would make 3 blocks of 2), the outermost loop, which the
@@ -450,7 +451,9 @@ def test_direct_conv_on_threads_splits_its_channels_or_rows(channels, size, thre
     columns stay in one block and the threads split the rows (once: there is one k
     block), as they do for 64 channels (2 tiles: blocks of one would be too few to
     split); on one thread a block holds all the channels (squeezenet's conv1 had taken
-    1.00 ms with 3 blocks on one thread, 0.88 with one); results match onnxruntime."""
+    1.00 ms with 3 blocks on one thread, 0.88 with one); results match onnxruntime. (The
+    smaller convs, alone in a program, would stay serial: MIN_PROGRAM_INSTANCES.)"""
+    monkeypatch.setattr(parallel_stage, "MIN_PROGRAM_INSTANCES", 1)
     model = _conv_relu((1, 16, size, size), (channels, 16, 3, 3), {"pads": [1, 1, 1, 1]},
                        True)
     compiled = polyc.compile(model, threads=threads)

@@ -58,7 +58,7 @@ def test_small_bands_are_one_tile_and_tiling_can_be_turned_off():
     compiled = kernel.build().compile(params=kernel.params)  # 7 x 5 x 9: one tile
     assert any(d.startswith("tiling: band of S2: one tile") for d in compiled.schedule.decisions)
     off = kernel.build().compile(params=kernel.params, tile=False)
-    assert off.schedule.decisions[-1] == "tiling: off"
+    assert "tiling: off" in off.schedule.decisions
 
 
 def _last_layer(rows: int, inner: int):
