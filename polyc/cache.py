@@ -233,9 +233,11 @@ def model_key(model, options: Mapping) -> str | None:
     try:
         if isinstance(model, (str, os.PathLike)):
             path = Path(model)
+            contents = path.read_bytes()
             digest.update(b"file")
-            digest.update(_file_digest(path).encode())
-            for data in _external_files(path):
+            digest.update(contents)
+            # (external data is named by a "location" entry: no parse without one)
+            for data in _external_files(path) if b"location" in contents else ():
                 digest.update(str(data.relative_to(path.parent)).encode())
                 digest.update(_file_digest(data).encode())
         elif isinstance(model, (bytes, bytearray, memoryview)):
@@ -329,7 +331,9 @@ def _write_entry(folder: Path, code: NativeCode, manifest: Mapping,
 
 
 def _read_constants(path: Path, layout: list[dict]) -> dict[str, np.ndarray]:
-    data = np.fromfile(path, dtype=np.uint8)
+    """Read-only views of the file (the JIT copies them into buffers of its own)."""
+    data = np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else \
+        np.zeros(0, np.uint8)
     constants = {}
     for item in layout:
         dtype = np.dtype(item["dtype"])
