@@ -490,7 +490,7 @@ class CompiledModel:
         check_target(path, reads=(self._source,))
         try:
             made = self._entry.artifact(write)
-        except OSError:  # the cache folder cannot be written: link the file directly
+        except (OSError, PolycError):  # the entry went or cannot be written: link directly
             write(path)
             return
         with replacing(path, reads=(self._source,)) as partial:

@@ -263,3 +263,12 @@ def test_entry_index_lists_the_files_with_checksums(folder):
         assert item["name"].startswith("polyc.const.") and item["offset"] % 64 == 0
     sizes = {name: size for name, (size, _) in index["files"].items()}
     assert sizes["object.o"] == (entry / "object.o").stat().st_size
+
+
+def test_save_works_when_the_entry_went_meanwhile(folder, tmp_path):
+    model, w = weights_model(1.0)
+    compiled = polyc.compile(model)
+    assert compile_cache.open_cache(True).clear() == 1  # e.g. another process trimmed it
+    compiled.save(tmp_path / "m.so")
+    np.testing.assert_allclose(polyc.load(tmp_path / "m.so").run({"x": X})["y"],
+                               expected(X, w), rtol=1e-5, atol=1e-5)
