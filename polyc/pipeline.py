@@ -5,7 +5,12 @@
       -> schedule -> legality check -> bind parameters -> tiling -> parallel marks
       -> legality check (parallel loops included) -> writes in place -> isl AST
       -> buffer plan (scratch shared by liveness) -> LLVM IR
-      -> native code (JIT in process, or an AOT shared library)
+      -> native code: one object file (LLVM runs once), loaded into the process (MCJIT)
+         or linked into an AOT shared library
+
+An ONNX model compiled before with the same options comes from the compile cache
+(:mod:`polyc.cache`) instead, running no stage; long compiles on a terminal show their
+progress (:mod:`polyc.progress`).
 
 A loop nest written in Python (:mod:`polyc.scop.nest`) enters at the SCoP:
 :func:`lower` and :func:`compile_scop` share :func:`lower_scop` from inlining on.
@@ -273,15 +278,15 @@ def compile_model(model, **options) -> "CompiledModel":
 
 @checked_options
 def build(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
-                  shapes: Mapping[str, tuple[int, ...]] | None = None,
-                  dims: Mapping[str, int] | None = None,
-                  symbolic: Sequence[str] | None = None,
-                  fast_math: bool = True, tile: bool = True,
-                  tile_size=None, blocking=None,
-                  threads: int | None = None, profile: bool = False,
-                  winograd: str = DEFAULT_WINOGRAD,
-                  memory_limit: int | None = None,
-                  cache: bool | None = None) -> "CompiledModel":
+          shapes: Mapping[str, tuple[int, ...]] | None = None,
+          dims: Mapping[str, int] | None = None,
+          symbolic: Sequence[str] | None = None,
+          fast_math: bool = True, tile: bool = True,
+          tile_size=None, blocking=None,
+          threads: int | None = None, profile: bool = False,
+          winograd: str = DEFAULT_WINOGRAD,
+          memory_limit: int | None = None,
+          cache: bool | None = None) -> "CompiledModel":
     """Compile ``model`` (path, bytes or ModelProto) to native code, not yet loaded
     (:func:`compile_model` loads it). ``shapes`` (``{"x": (1, 3, 224, 224)}``) fixes
     whole input shapes and ``dims`` (``{"batch": 8}``) named dynamic dims wherever
@@ -349,7 +354,8 @@ def _blocking(value):
 
 def build_model(model, options: Options, *, cache: bool | None = None) -> "CompiledModel":
     """``model`` compiled with ``options`` to native code, or read from the compile cache
-    (:mod:`polyc.cache`; ``cache`` as for :func:`compile_model`), not yet loaded."""
+    (:mod:`polyc.cache`; ``cache`` as for :func:`build`), not yet loaded. ONNX models
+    only: a core :class:`Graph` is compiled, never cached."""
     from polyc import cache as compile_cache
 
     source = None if isinstance(model, Graph) else model
