@@ -144,6 +144,7 @@ class Cache:
         self.root, self.limit = Path(root), limit
         self.entries = self.root / f"entries-{FORMAT}"
         self.scratch = self.root / "tmp"
+        self.files = self.root / "files"  # digests of model files (file_digest)
 
     def entry(self, key: str) -> Entry:
         return Entry(self, key)
@@ -204,6 +205,7 @@ class Cache:
         for _, _, folder in listing:
             self.entry(folder.name).remove()
         shutil.rmtree(self.scratch, ignore_errors=True)
+        shutil.rmtree(self.files, ignore_errors=True)
         return len(listing)
 
     def info(self) -> str:
@@ -223,23 +225,23 @@ def open_cache(enabled: bool | None = None) -> Cache | None:
     return Cache(config.cache_dir(), config.cache_size(DEFAULT_SIZE))
 
 
-def model_key(model, options: Mapping) -> str | None:
+def model_key(model, options: Mapping, files: Path | None = None) -> str | None:
     """The cache key of ``model`` (a path, bytes or ``onnx.ModelProto``) compiled with
     ``options``; None for what is not cached (a Graph, an unreadable path: the compile
-    reports that)."""
+    reports that). ``files`` is a folder that remembers the digests of model files by
+    their path and status (:func:`file_digest`)."""
     digest = hashlib.sha256()
     digest.update(json.dumps({"options": dict(options), "compiler": compiler_id()},
                              sort_keys=True, default=repr).encode())
     try:
         if isinstance(model, (str, os.PathLike)):
             path = Path(model)
-            contents = path.read_bytes()
+            found, external = file_digest(path, files)
             digest.update(b"file")
-            digest.update(contents)
-            # (external data is named by a "location" entry: no parse without one)
-            for data in _external_files(path) if b"location" in contents else ():
+            digest.update(found.encode())
+            for data in _external_files(path) if external else ():
                 digest.update(str(data.relative_to(path.parent)).encode())
-                digest.update(_file_digest(data).encode())
+                digest.update(file_digest(data, files)[0].encode())
         elif isinstance(model, (bytes, bytearray, memoryview)):
             digest.update(b"bytes")
             digest.update(bytes(model))
@@ -251,6 +253,42 @@ def model_key(model, options: Mapping) -> str | None:
     except (OSError, ValueError):
         return None
     return digest.hexdigest()
+
+
+def file_digest(path: Path, files: Path | None = None) -> tuple[str, bool]:
+    """SHA-256 of the file ``path`` and whether it may name external data (it holds the
+    bytes ``location``, the key of an external data entry). With a ``files`` folder the
+    answer is remembered under the file's absolute path, size, modification and status
+    change times (nanoseconds), inode and device, and read back while those stay the
+    same: a cached compile of vgg19 (548 MB) need not hash the model again."""
+    status = path.stat()
+    identity = hashlib.sha256("\0".join(map(str, (
+        path.resolve(), status.st_size, status.st_mtime_ns, status.st_ctime_ns,
+        status.st_ino, status.st_dev))).encode()).hexdigest()
+    memo = files / identity if files is not None else None
+    if memo is not None:
+        try:
+            found, flag = memo.read_text().split()
+            if len(found) == 64 and flag in ("0", "1"):
+                return found, flag == "1"
+        except (OSError, ValueError):
+            pass
+    digest, external, tail = hashlib.sha256(), False, b""
+    with open(path, "rb") as file:
+        while chunk := file.read(CHUNK):
+            digest.update(chunk)
+            external = external or b"location" in tail + chunk
+            tail = chunk[-7:]
+    answer = (digest.hexdigest(), external)
+    if memo is not None:
+        try:
+            files.mkdir(parents=True, exist_ok=True)
+            partial = files / f".{identity}.{os.getpid()}.{time.time_ns()}"
+            partial.write_text(f"{answer[0]} {int(answer[1])}")
+            os.replace(partial, memo)
+        except OSError:
+            pass
+    return answer
 
 
 @functools.cache

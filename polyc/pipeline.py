@@ -360,7 +360,8 @@ def build_model(model, options: Options, *, cache: bool | None = None) -> "Compi
 
     source = None if isinstance(model, Graph) else model
     store = compile_cache.open_cache(cache) if source is not None else None
-    key = compile_cache.model_key(model, options.as_dict()) if store is not None else None
+    key = compile_cache.model_key(model, options.as_dict(), store.files) \
+        if store is not None else None
     if key is not None:
         start = time.perf_counter()
         hit = store.entry(key).load()

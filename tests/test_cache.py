@@ -3,6 +3,7 @@ compiles, the CLI's --no-cache and `polyc cache`, and one LLVM run per compile."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -272,3 +273,24 @@ def test_save_works_when_the_entry_went_meanwhile(folder, tmp_path):
     compiled.save(tmp_path / "m.so")
     np.testing.assert_allclose(polyc.load(tmp_path / "m.so").run({"x": X})["y"],
                                expected(X, w), rtol=1e-5, atol=1e-5)
+
+
+def test_a_model_file_rewritten_in_place_is_a_miss(folder, tmp_path):
+    """The digest of a model file is remembered by its path and status (size, times,
+    inode): rewriting it with other weights of the same size changes the status, and
+    the compile misses and runs the new weights."""
+    path = tmp_path / "m.onnx"
+    (model, _), (other, w2) = weights_model(1.0), weights_model(-2.0)
+    onnx.save(model, path)
+    assert not polyc.compile(path).cached
+    assert polyc.compile(path).cached  # the remembered digest
+    assert len(list((folder / "files").iterdir())) == 1
+    data = other.SerializeToString()
+    assert len(data) == path.stat().st_size
+    with open(path, "r+b") as file:  # the same inode, the same size
+        file.write(data)
+    again = polyc.compile(path)
+    assert not again.cached
+    np.testing.assert_allclose(again.run({"x": X})["y"], expected(X, w2), rtol=1e-5, atol=1e-5)
+    digest, external = compile_cache.file_digest(path)
+    assert digest == hashlib.sha256(data).hexdigest() and not external

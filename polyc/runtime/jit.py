@@ -53,8 +53,9 @@ def load_runtime_libraries() -> tuple[str, ...]:
 
 def bind_constants(names, constants: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     """Register each external constant ``names`` reads as an aligned copy of its value
-    (``constants``: ``{symbol: value}``) for the next object MCJIT finalizes; return the
-    buffers, which must outlive the code. Raise ``CodegenError`` for a constant without
+    (``constants``: ``{symbol: value}``), or as the value itself when it is read-only and
+    aligned, for the next object MCJIT finalizes; return the buffers, which must outlive
+    the code. Raise ``CodegenError`` for a constant without
     a value (MCJIT would abort the process)."""
     buffers = []
     for name in names:
@@ -62,11 +63,21 @@ def bind_constants(names, constants: Mapping[str, np.ndarray]) -> list[np.ndarra
             raise CodegenError(f"generated code reads the global {name}, "
                                "whose value was not given")
         value = constants[name]
-        buffer = abi.aligned_empty(value.nbytes, CONSTANT_ALIGNMENT)
-        buffer[:] = value.reshape(-1).view(np.uint8)
+        if _usable_as_is(value):  # e.g. the compile cache's memory map of its entry
+            buffer = value
+        else:
+            buffer = abi.aligned_empty(value.nbytes, CONSTANT_ALIGNMENT)
+            buffer[:] = value.reshape(-1).view(np.uint8)
         llvm.add_symbol(name, buffer.ctypes.data)
         buffers.append(buffer)
     return buffers
+
+
+def _usable_as_is(value: np.ndarray) -> bool:
+    """Whether the code may read ``value``'s memory itself: read-only (nothing writes it
+    later), contiguous and aligned as the code generator declares constants."""
+    return (not value.flags.writeable and value.flags.c_contiguous and value.nbytes > 0
+            and value.ctypes.data % CONSTANT_ALIGNMENT == 0)
 
 
 class JitModule(abi.Runner):
