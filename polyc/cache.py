@@ -16,6 +16,11 @@ and features. A Python object built in memory (a ``Graph``) is not cached.
 recently go until the rest fit. ``POLYC_CACHE=0`` (or ``off``) turns the cache off
 for the process, as ``cache=False`` / ``--no-cache`` do for one compile.
 
+A hit reads one SHA-256 pass over the entry's files (the check); the model file's own
+digest is remembered in ``files/`` under its path and status (:func:`file_digest`),
+and the JIT reads the constants from the entry's memory map (the file is never
+rewritten in place: entries are renamed in and out whole).
+
 **Safety.** An entry is written in a private folder and renamed into place whole, so
 a reader never sees half an entry and two processes compiling the same model both
 succeed (the second rename loses and its copy is dropped). Every file's length and
