@@ -278,13 +278,7 @@ def file_digest(path: Path, files: Path | None = None) -> tuple[str, bool]:
                 return found, flag == "1"
         except (OSError, ValueError):
             pass
-    digest, external, tail = hashlib.sha256(), False, b""
-    with open(path, "rb") as file:
-        while chunk := file.read(CHUNK):
-            digest.update(chunk)
-            external = external or b"location" in tail + chunk
-            tail = chunk[-7:]
-    answer = (digest.hexdigest(), external)
+    answer = _sha256(path, b"location")
     if memo is not None:
         try:
             files.mkdir(parents=True, exist_ok=True)
@@ -393,15 +387,19 @@ def _digest(path: Path, size: int | None) -> str:
     """SHA-256 of the file ``path`` (hex); ValueError if its length is not ``size``."""
     if size is not None and path.stat().st_size != size:
         raise ValueError(f"{path.name} has {path.stat().st_size} bytes, expected {size}")
-    return _file_digest(path)
+    return _sha256(path)[0]
 
 
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
+def _sha256(path: Path, word: bytes = b"") -> tuple[str, bool]:
+    """SHA-256 of the file ``path`` (hex), and whether it holds the bytes ``word``."""
+    digest, found, tail = hashlib.sha256(), False, b""
     with open(path, "rb") as file:
         while chunk := file.read(CHUNK):
             digest.update(chunk)
-    return digest.hexdigest()
+            if word and not found:
+                found = word in chunk or word in tail + chunk[:len(word)]
+                tail = chunk[-len(word):]
+    return digest.hexdigest(), found
 
 
 def _size(count: int) -> str:
