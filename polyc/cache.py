@@ -41,7 +41,6 @@ import tempfile
 import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +48,7 @@ import numpy as np
 from polyc import config
 from polyc.errors import PolycError
 from polyc.runtime import seal
-from polyc.runtime.native import NativeCode
+from polyc.runtime.native import NativeCode, NativeProgram
 
 FORMAT = 1  # the layout of an entry; part of the folder name
 DEFAULT_SIZE = 4 << 30
@@ -57,16 +56,6 @@ OBJECT, CONSTANTS, MANIFEST, INDEX, ARTIFACT = (
     "object.o", "constants.bin", "manifest.json", "entry.json", "artifact.so")
 ALIGN = 64  # each constant's offset in constants.bin
 CHUNK = 1 << 20
-
-
-@dataclass(frozen=True)
-class Hit:
-    """A cache entry read back: the native code, manifest and constants of a model."""
-
-    entry: "Entry"
-    code: NativeCode
-    manifest: dict
-    constants: dict[str, np.ndarray]
 
 
 class Entry:
@@ -79,8 +68,8 @@ class Entry:
     def exists(self) -> bool:
         return (self.path / INDEX).is_file()
 
-    def load(self) -> Hit | None:
-        """The entry's contents, checked; None (and the entry removed) if it is missing
+    def load(self) -> NativeProgram | None:
+        """The entry's program, checked; None (and the entry removed) if it is missing
         or damaged."""
         try:
             index = json.loads((self.path / INDEX).read_text())
@@ -102,7 +91,7 @@ class Entry:
             self.remove()
             return None
         self.touch()
-        return Hit(self, code, manifest, constants)
+        return NativeProgram(code, manifest, constants)
 
     def touch(self) -> None:
         """Mark the entry as just used (its index file's time)."""
@@ -154,16 +143,16 @@ class Cache:
     def entry(self, key: str) -> Entry:
         return Entry(self, key)
 
-    def store(self, key: str, code: NativeCode, manifest: Mapping,
-              constants: Mapping[str, np.ndarray], description: str) -> Entry | None:
-        """Write an entry for ``key`` (None if the folder cannot be written)."""
+    def store(self, key: str, program: NativeProgram, description: str) -> Entry | None:
+        """Write an entry of ``program`` for ``key`` (None if the folder cannot be
+        written)."""
         entry = self.entry(key)
         try:
             self.scratch.mkdir(parents=True, exist_ok=True)
             self.entries.mkdir(parents=True, exist_ok=True)
             folder = Path(tempfile.mkdtemp(prefix=f"new-{key[:16]}-", dir=self.scratch))
             try:
-                _write_entry(folder, code, manifest, constants, description)
+                _write_entry(folder, program, description)
                 try:
                     os.rename(folder, entry.path)
                 except OSError:
@@ -344,31 +333,43 @@ def _tensors(graph):
                 yield from _tensors(sub)
 
 
-def _write_entry(folder: Path, code: NativeCode, manifest: Mapping,
-                 constants: Mapping[str, np.ndarray], description: str) -> None:
-    (folder / OBJECT).write_bytes(code.object)
-    (folder / MANIFEST).write_text(json.dumps(manifest))
-    layout, offset = [], 0
-    with open(folder / CONSTANTS, "wb") as file:
-        for name in code.constants:
-            value = np.ascontiguousarray(constants[name])
-            offset = -(-offset // ALIGN) * ALIGN
-            file.seek(offset)
-            file.write(value.tobytes())
+def _write_entry(folder: Path, program: NativeProgram, description: str) -> None:
+    """The entry's files, each hashed as it is written, and its index."""
+    files = {}
+
+    def written(name: str, chunks) -> None:
+        digest, size = hashlib.sha256(), 0
+        with open(folder / name, "wb") as file:
+            for chunk in chunks:
+                digest.update(chunk)
+                file.write(chunk)
+                size += len(chunk)
+        files[name] = [size, digest.hexdigest()]
+
+    layout = []
+
+    def constants():
+        offset = 0
+        for name in program.code.constants:
+            value = np.ascontiguousarray(program.constants[name])
+            padding = -offset % ALIGN
             layout.append({"name": name, "dtype": value.dtype.str, "shape": list(value.shape),
-                           "offset": offset})
-            offset += value.nbytes
-        file.truncate(offset)
-    files = {name: [(folder / name).stat().st_size, _digest(folder / name, None)]
-             for name in (OBJECT, MANIFEST, CONSTANTS)}
+                           "offset": offset + padding})
+            yield bytes(padding)
+            yield value.reshape(-1).view(np.uint8)
+            offset += padding + value.nbytes
+
+    written(OBJECT, [program.code.object])
+    written(MANIFEST, [json.dumps(program.manifest).encode()])
+    written(CONSTANTS, constants())
     index = {"format": FORMAT, "model": description, "files": files,
-             "functions": list(code.functions), "constants": layout,
+             "functions": list(program.code.functions), "constants": layout,
              "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     (folder / INDEX).write_text(json.dumps(index, indent=1))
 
 
 def _read_constants(path: Path, layout: list[dict]) -> dict[str, np.ndarray]:
-    """Read-only views of the file (the JIT copies them into buffers of its own)."""
+    """Read-only views of the file, mapped (the JIT reads them where they are)."""
     data = np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else \
         np.zeros(0, np.uint8)
     constants = {}
@@ -383,9 +384,9 @@ def _read_constants(path: Path, layout: list[dict]) -> dict[str, np.ndarray]:
     return constants
 
 
-def _digest(path: Path, size: int | None) -> str:
+def _digest(path: Path, size: int) -> str:
     """SHA-256 of the file ``path`` (hex); ValueError if its length is not ``size``."""
-    if size is not None and path.stat().st_size != size:
+    if path.stat().st_size != size:
         raise ValueError(f"{path.name} has {path.stat().st_size} bytes, expected {size}")
     return _sha256(path)[0]
 

@@ -22,7 +22,7 @@ import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -49,6 +49,9 @@ from polyc.scop.params import bind_parameters, check_values
 from polyc.tiling import tile
 from polyc.tiling.microkernel import Blocking, as_blocking
 from polyc.tiling.parallel import parallelize
+
+if TYPE_CHECKING:
+    from polyc.runtime.native import NativeProgram
 
 
 @dataclass(frozen=True)
@@ -364,38 +367,24 @@ def build_model(model, options: Options, *, cache: bool | None = None) -> "Compi
         if store is not None else None
     if key is not None:
         start = time.perf_counter()
-        hit = store.entry(key).load()
-        if hit is not None:
+        entry = store.entry(key)
+        found = entry.load()
+        if found is not None:
             seconds = time.perf_counter() - start
             config.log(config.STAGES, f"polyc: {'cache':<12} {seconds * 1e3:9.2f} ms "
                                       f"(entry {key[:16]})")
-            return CompiledModel(Native(hit.code, hit.manifest, hit.constants,
-                                        (("cache", seconds),)),
-                                 source=source, options=options, entry=hit.entry)
+            return CompiledModel(replace(found, times=(("cache", seconds),)),
+                                 source=source, options=options, entry=entry)
     with progress.compile_progress(_description(model)):
         compilation = lower(model, options)
         built = native_code(compilation)
-    entry = None
-    if key is not None:
-        entry = store.store(key, built.code, built.manifest, built.constants,
-                            _description(model))
+    entry = store.store(key, built, _description(model)) if key is not None else None
     return CompiledModel(built, compilation, source=source, options=options, entry=entry)
 
 
-@dataclass(frozen=True)
-class Native:
-    """A compiled program: its object file, manifest and constants, and what making it
-    took (``(stage, seconds)``)."""
-
-    code: Any  # polyc.runtime.native.NativeCode
-    manifest: dict[str, Any]
-    constants: Mapping[str, np.ndarray]
-    times: tuple[tuple[str, float], ...] = ()
-
-
-def native_code(compilation: Compilation) -> Native:
+def native_code(compilation: Compilation) -> "NativeProgram":
     """LLVM, once: ``compilation``'s IR optimised and emitted as one object file."""
-    from polyc.runtime.native import emit_object
+    from polyc.runtime.native import NativeProgram, emit_object
 
     progress.stage("LLVM (O3, object)")
     code = emit_object(compilation.llvm_ir, compilation.manifest)
@@ -403,7 +392,7 @@ def native_code(compilation: Compilation) -> Native:
              ("object", code.seconds["object"]))
     for name, seconds in times:
         config.log(config.STAGES, f"polyc: {name:<12} {seconds * 1e3:9.2f} ms")
-    return Native(code, compilation.manifest, compilation.constants, times)
+    return NativeProgram(code, compilation.manifest, compilation.constants, times)
 
 
 def _description(model) -> str:
@@ -420,7 +409,7 @@ class CompiledModel:
     (``compilation``, ``schedule``, ``report()``, ``inspect()``, ``profile()``): the
     model is then lowered again, which runs every stage but LLVM."""
 
-    def __init__(self, native: Native, compilation: Compilation | None = None, *,
+    def __init__(self, native: "NativeProgram", compilation: Compilation | None = None, *,
                  source=None, options: Options | None = None, entry=None):
         self.native, self._compilation = native, compilation
         self._source = source  # the ONNX model given (path, bytes, ModelProto), if any

@@ -23,7 +23,7 @@ from llvmlite import ir
 import polyc
 from polyc.codegen import target
 from polyc.errors import ArtifactError, CodegenError, InputError
-from polyc.runtime import abi, aot, seal
+from polyc.runtime import abi, aot, native, seal
 from polyc.runtime.aot import write_artifact
 from polyc.runtime.artifact import load_artifact
 from polyc.runtime.jit import JitModule
@@ -382,7 +382,7 @@ def test_other_format_version(tmp_path):
     # write_artifact refuses other formats, so link a library holding only a manifest.
     path = tmp_path / "old.so"
     tm = target.host_target_machine(reloc="pic")
-    manifest = target.parse(aot.manifest_ir(dict(MANIFEST, format="polyc-0")), tm)
+    manifest = target.parse(native.manifest_ir(dict(MANIFEST, format="polyc-0")), tm)
     aot.link_shared(tm.emit_object(manifest), path)
     seal.seal(path)
     with pytest.raises(ArtifactError, match="old.so has artifact format 'polyc-0'"):

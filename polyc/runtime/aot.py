@@ -26,7 +26,7 @@ import numpy as np
 from polyc import config
 from polyc.errors import CodegenError
 from polyc.runtime import abi, seal
-from polyc.runtime.native import NativeCode, emit_object, manifest_ir  # noqa: F401
+from polyc.runtime.native import NativeCode, emit_object
 from polyc.runtime.output import check_target, replacing
 
 LINK_FLAGS = ("-shared", "-Wl,-Bsymbolic", "-Wl,-z,noexecstack")

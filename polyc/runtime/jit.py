@@ -113,7 +113,7 @@ class JitModule(abi.Runner):
         if missing:
             raise CodegenError(f"generated code calls {', '.join(missing)}, "
                                "which no loaded library defines")
-        self.code, self.optimized_ir = code, code.optimized_ir
+        self.code = code
         tm = target.host_target_machine(jit=True)
         empty = llvm.parse_assembly("")
         empty.triple = tm.triple
@@ -137,6 +137,10 @@ class JitModule(abi.Runner):
         except ValueError as error:
             raise CodegenError(f"the compiled module does not fit its manifest: {error}") \
                 from None
+
+    @property
+    def optimized_ir(self) -> str | None:
+        return self.code.optimized_ir
 
     @property
     def compile_seconds(self) -> float:

@@ -19,8 +19,10 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import llvmlite.binding as llvm
+import numpy as np
 from llvmlite import ir
 
 from polyc import config
@@ -42,6 +44,17 @@ class NativeCode:
     constants: tuple[str, ...]  # external data the code reads (the model's constants)
     seconds: Mapping[str, float] = field(default_factory=dict)
     optimized_ir: str | None = None
+
+
+@dataclass(frozen=True)
+class NativeProgram:
+    """A compiled program: its object file, manifest and constants (by symbol), and
+    what making it took (``(stage, seconds)``); what the compile cache stores."""
+
+    code: NativeCode
+    manifest: Mapping[str, Any]
+    constants: Mapping[str, np.ndarray]
+    times: tuple[tuple[str, float], ...] = ()
 
 
 def manifest_ir(manifest: Mapping) -> str:

@@ -218,7 +218,7 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     m, n, k = c.size("i"), c.size("j"), c.size("k")
     tiles = SYMBOLIC_ROW_TILES if isinstance(c.extent("i"), str) else REGISTER_TILES
     inner = c.inner_size
-    columns = lambda t: n % t[1] if t[1] <= n else n  # noqa: E731
+    columns = lambda t: _columns_left(n, t)  # noqa: E731
     # a direct convolution: the most work in full tiles, then full rows (3x3 conv 64ch
     # at 56x56: 8x48 231 GFLOP/s; 6x64 and 12x32, each a partial tile of 4 rows, 161-169)
     full = lambda t: (m // t[0] * t[0] / m) * (n // t[1] * t[1] / n)  # noqa: E731
@@ -250,8 +250,7 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     # with inner reductions a k step is a whole kernel window
     kc = _even_blocks(k, KC) if not c.inner else \
         _even_blocks(k, caches.l2 // 2 // (inner * nr * FLOAT_BYTES))
-    steps = kc * inner
-    nc = _fit(caches.l2 // 2 // (steps * FLOAT_BYTES), nr, n)
+    mc, nc = _cache_blocks(caches, kc * inner, FLOAT_BYTES, (mr, nr), m, n)
     rows_inside = c.direct and c.shared_rows
     tiles = -(-n // nr)
     row_tiles = c.shared_size if rows_inside else -(-m // mr)
@@ -259,7 +258,6 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
             k > kc or row_tiles < 2 * PARALLEL_COLUMN_BLOCKS):
         share = _balanced_share if (mr, nr) == SEVEN_ROW_TILE else _floor_share
         nc = min(nc, nr * share(tiles))
-    mc = _fit(caches.l2 // 16 // (steps * FLOAT_BYTES), mr, m)
     return Blocking(mr, nr, mc, nc, kc)
 
 
@@ -268,13 +266,26 @@ def _wide_blocking(c: Contraction, caches: Caches) -> Blocking:
     one leaving the fewest columns (then rows) to partial tiles (all the rows when there
     are fewer); blocks as for floats with 8-byte elements."""
     m, n, k = c.size("i"), c.size("j"), c.size("k")
-    columns = lambda t: n % t[1] if t[1] <= n else n  # noqa: E731
-    mr, nr = min(WIDE_TILES, key=lambda t: (columns(t), m % t[0]))
+    mr, nr = min(WIDE_TILES, key=lambda t: (_columns_left(n, t), m % t[0]))
     mr = min(mr, m)
     kc = _even_blocks(k, KC)
-    nc = _fit(caches.l2 // 2 // (kc * DOUBLE_BYTES), nr, n)
-    mc = _fit(caches.l2 // 16 // (kc * DOUBLE_BYTES), mr, m)
+    mc, nc = _cache_blocks(caches, kc, DOUBLE_BYTES, (mr, nr), m, n)
     return Blocking(mr, nr, mc, nc, kc)
+
+
+def _columns_left(n: int, tile: tuple[int, int]) -> int:
+    """The columns of ``n`` that ``tile``'s full column tiles leave over (all when it is
+    wider than ``n``)."""
+    return n % tile[1] if tile[1] <= n else n
+
+
+def _cache_blocks(caches: Caches, steps: int, element: int, tile: tuple[int, int],
+                  m: int, n: int) -> tuple[int, int]:
+    """``(mc, nc)``: a packed block of ``steps`` x ``nc`` elements fills half of L2, a
+    block of A ``mc`` x ``steps`` an eighth (whole register tiles, within the extents)."""
+    mr, nr = tile
+    return (_fit(caches.l2 // 16 // (steps * element), mr, m),
+            _fit(caches.l2 // 2 // (steps * element), nr, n))
 
 
 def _floor_share(tiles: int) -> int:

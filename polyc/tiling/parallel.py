@@ -73,11 +73,11 @@ def parallelize(scop: Scop, result: ScheduleResult, *, threads: int | None
                 ) -> ScheduleResult:
     """The pipeline stage: ``result`` with parallel marks (:func:`mark_parallel`) and a
     decision per mark; ``threads=1`` leaves the schedule serial."""
-    total = program_instances(scop, result.schedule)
     if threads == 1:
         notes = ["off (threads=1)"]
         schedule = result.schedule
-    elif total is not None and total < MIN_PROGRAM_INSTANCES:
+    elif (total := program_instances(scop, result.schedule)) is not None \
+            and total < MIN_PROGRAM_INSTANCES:
         notes = [f"off ({total} statement instances in all, below {MIN_PROGRAM_INSTANCES})"]
         schedule = result.schedule
     else:
