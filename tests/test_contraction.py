@@ -559,3 +559,29 @@ def test_products_of_doubles_take_the_recipe(shape, trans_b, threads):
     assert contraction_notes(compiled)
     expected = a @ (b.T if trans_b else b)
     np.testing.assert_allclose(compiled.run({"a": a})["y"], expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [64, 24])
+def test_full_register_tiles_are_unrolled_by_codegen(n):
+    """The rows and vectors of a full register tile stay loops in the AST, named by
+    their band's unroll mark (isl unrolling them took 2.6 of resnet18's 3.6 s of AST
+    generation), and codegen unrolls them: the optimized product (of a constant B,
+    packed at compile time) has no masked load or store (its accumulators stay in
+    registers; tiles of 24 columns end in a half vector)."""
+    from polyc.runtime.jit import JitModule
+
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in ((96, 64), (64, n)))
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], [("a", [96, 64])],
+                       ["y"], initializers=[("b", b)])
+    compiled = polyc.compile(model, threads=1)
+    program = str(compiled.compilation.program)
+    marks = re.findall(r"// unroll (c\d+) (c\d+)", program)
+    assert marks
+    for rows, vectors in marks:
+        assert f"for (int {rows} = " in program or f"for (int {vectors} = " in program
+    c = compiled.compilation
+    optimized = JitModule(c.llvm_ir, c.manifest, c.constants).optimized_ir
+    assert "llvm.masked" not in optimized and "<16 x float>" in optimized
+    (got,) = compiled.run({"a": a}).values()
+    np.testing.assert_allclose(got, a @ b, rtol=RTOL, atol=ATOL)

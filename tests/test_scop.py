@@ -115,3 +115,40 @@ def test_dependences_array_by_array_equal_one_analysis_of_the_whole_program():
             whole = tuple(d.intersect_params(scop.context) for d in whole)
         for got, want in zip((deps.raw, deps.war, deps.waw), whole, strict=True):
             assert got.is_equal(want), [s.name for s in scop.statements]
+
+
+def test_dependences_after_packing_reuse_the_relations_of_untouched_arrays(monkeypatch):
+    """Tiling analyses the SCoP again once its packing copies are in, taking the
+    relations through the arrays packing left alone from the first analysis: the
+    same RAW, WAR and WAW as a fresh analysis (a matmul of two inputs, packed by a
+    copy, then a conv chain whose weights are packed at compile time)."""
+    from onnx import helper
+    from test_channels_last import Net
+
+    import polyc.tiling
+    from polyc.pipeline import Options, lower
+
+    from onnx_helpers import make_model
+
+    analysed = []
+
+    def both(scop, **kwargs):
+        reused = compute_dependences(scop, **kwargs).dependences
+        fresh = compute_dependences(scop).dependences
+        assert kwargs["since"].by_array and set(kwargs["changed"])
+        assert len(reused.by_array) == len(fresh.by_array)
+        for got, want in zip((reused.raw, reused.war, reused.waw),
+                             (fresh.raw, fresh.war, fresh.waw), strict=True):
+            assert got.is_equal(want)
+        analysed.append(scop)
+        return compute_dependences(scop, **kwargs)
+
+    monkeypatch.setattr(polyc.tiling, "compute_dependences", both)
+    matmul = make_model([helper.make_node("MatMul", ["a", "b"], ["m"]),
+                         helper.make_node("Relu", ["m"], ["y"])],
+                        [("a", [64, 96]), ("b", [96, 80])], ["y"])
+    net = Net(16, 11)
+    convs = net.model(net.conv(net.node("Relu", net.conv("x", 16, 32, 3)), 32, 24, 1))
+    for model in (matmul, convs):
+        lower(model, Options(threads=1))
+    assert len(analysed) == 2

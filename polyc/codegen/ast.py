@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
+from polyc.codegen.vector import UNROLL
 from polyc.errors import CodegenError
 from polyc.islutil import budget, flat_offset
 from polyc.scop.model import Array, Scop, Statement, extent_expr
@@ -132,13 +133,36 @@ def build_ast(scop: Scop, schedule: isl.Schedule, storage: Mapping[str, str] | N
     build, _keepalive = build.set_at_each_domain(at_each_domain)
     try:
         with budget(scop.ctx, operations or OPERATIONS, "AST generation"):
-            root = build.node_from_schedule(schedule)
+            root = build.node_from_schedule(_name_unrolled_loops(schedule))
     except isl.Error as err:
         raise CodegenError(f"isl AST generation failed: {err}") from err
     if failures:
         raise CodegenError(f"AST generation callback failed: {failures[0]!r}") from failures[0]
     return LoopProgram(root, tuple(instances), {a.name: a for a in scop.arrays},
                        _extent_exprs(scop), dict(storage or {}))
+
+
+def _name_unrolled_loops(schedule: isl.Schedule) -> isl.Schedule:
+    """Each unroll mark (:data:`UNROLL`) renamed ``unroll c<d> c<d+1>``: the iterators
+    isl gives the loops of its band's last two members (``c`` and the schedule depth;
+    a member of one iteration has no loop)."""
+    def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
+        if (node.get_type() != isl.schedule_node_type.mark
+                or node.mark_get_id().get_name() != UNROLL):
+            return node
+        band = node.child(0)
+        last = band.get_schedule_depth() + band.band_n_member() - 1
+        name = f"{UNROLL} c{last - 1} c{last}"
+        return node.delete().insert_mark(isl.Id(name, context=node.get_ctx()))
+
+    return schedule.map_schedule_node_bottom_up(visit)
+
+
+def unrolled_iterators(mark: str) -> frozenset[str]:
+    """The iterators of the loops an unroll mark named by :func:`build_ast` asks codegen
+    to unroll (none for another mark)."""
+    words = mark.split()
+    return frozenset(words[1:]) if words and words[0] == UNROLL else frozenset()
 
 
 def _extent_exprs(scop: Scop) -> dict[str, isl.AstExpr]:

@@ -24,7 +24,7 @@ import islpy as isl
 from llvmlite import ir
 
 from polyc.codegen import bytedot, folds, jam, parallel, scalars, sums, transpose, vector
-from polyc.codegen.ast import LoopProgram, Offset, children, parts
+from polyc.codegen.ast import LoopProgram, Offset, children, parts, unrolled_iterators
 from polyc.codegen.exprs import FAST, I1, I64, int_expr, value_name
 from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
 from polyc.codegen.profile import Timers
@@ -259,6 +259,8 @@ class _LoopEmitter:
         self._entry_jump = self.entry_builder.branch(self.builder.block)
         self.vector = False  # inside a vector mark
         self.register_tile = False  # inside a register tile: LLVM unrolls as it likes
+        self.unrolled: frozenset[str] = frozenset()  # iterators of loops to unroll here
+        self.known: dict[str, vector.Linear] = {}  # unrolled iterators in this copy
         self.threads = threads
         self.reassociate = reassociate  # long sums may be summed in another order
         self.outer = dict(outer or {})
@@ -297,8 +299,11 @@ class _LoopEmitter:
         return self.entry_builder.alloca(typ, name=value_name(name))
 
     def for_(self, node: isl.AstNode) -> None:
+        if self._unrolled_trips(node):
+            self.unrolled_loop(node)
+            return
         if self.vector:
-            lanes = vector.lanes(node, self._offsets)
+            lanes = vector.lanes(node, self._offsets, self.known)
             if lanes is not None and _lane_by_lane(self.program.instance(lanes.user),
                                                    lanes.iterator):
                 lanes = None
@@ -322,6 +327,32 @@ class _LoopEmitter:
             jam.jammed_rows(self, node, *rows)
             return
         self.loop(node, self.int_value(node.for_get_init()))
+
+    def _unrolled_trips(self, node: isl.AstNode) -> int | None:
+        """The trip count of a loop that an unroll mark names, when it is a constant (a
+        full register tile's rows or vectors of a row), else None."""
+        if not self.unrolled or self.vector or node.get_type() != isl.ast_node_type.for_:
+            return None
+        loop = vector.unit_loop(node)
+        if loop is None or loop[0] not in self.unrolled:
+            return None
+        return vector.iterations(loop[1], loop[2])
+
+    def unrolled_loop(self, node: isl.AstNode) -> None:
+        """The body of a loop of constant trip count once per iteration, its iterator a
+        constant offset from the first value in each copy."""
+        b = self.builder
+        name, init, last = vector.unit_loop(node)
+        slot = self._iterator_slot(name)
+        first, form = self.int_value(init), vector.linear(init, self.known)
+        self.scope.append(name)
+        for k in range(vector.iterations(init, last)):
+            b.store(b.add(first, ir.Constant(I64, k)) if k else first, slot)
+            if form is not None:
+                self.known[name] = {**form, "": form.get("", 0) + k}
+            self.node(node.for_get_body())
+        self.known.pop(name, None)
+        self.scope.pop()
 
     def vector_loop(self, lanes: vector.Lanes, rows: jam.Rows | None = None) -> None:
         """The whole loop ``init..bound``, :data:`vector.LANES` iterations at a time, the
@@ -468,8 +499,9 @@ class _LoopEmitter:
     def _accumulations(self, node: isl.AstNode) -> bool:
         """Whether ``node`` (under marks) is statement instances that each update the
         element they read (a contraction's updates, unrolled), with no loop."""
-        while node.get_type() == isl.ast_node_type.mark:
-            node = node.mark_get_node()
+        while node.get_type() == isl.ast_node_type.mark or self._unrolled_trips(node):
+            node = node.mark_get_node() if node.get_type() == isl.ast_node_type.mark \
+                else node.for_get_body()
         if node.get_type() == isl.ast_node_type.block:
             return all(self._accumulations(child) for child in children(node))
         if node.get_type() != isl.ast_node_type.user:
@@ -510,11 +542,12 @@ class _LoopEmitter:
             return
         if name == transpose.MARK and self.transpose_block(child):
             return
-        outer = self.vector, self.register_tile
+        outer = self.vector, self.register_tile, self.unrolled
         self.vector = self.vector or name == vector.MARK
         self.register_tile = self.register_tile or name == vector.REGISTER_TILE
+        self.unrolled = self.unrolled | unrolled_iterators(name)
         self.node(child)
-        self.vector, self.register_tile = outer
+        self.vector, self.register_tile, self.unrolled = outer
 
     def parallel_loop(self, node: isl.AstNode, bounds: parallel.Bounds) -> None:
         """The ``for`` node as a body function of its own, run on the threads."""

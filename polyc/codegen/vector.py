@@ -18,6 +18,7 @@ convolution).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import islpy as isl
@@ -34,6 +35,9 @@ LANES = 16
 HALF = LANES // 2
 MARK = "vector"
 REGISTER_TILE = "register_tile"  # the mark of a contraction's register tile (tiling)
+# The mark over a register tile's band whose last two members (rows, vectors of a row)
+# codegen unrolls in full tiles; the AST stage appends their loops' iterators to it.
+UNROLL = "unroll"
 MASK = ir.VectorType(I1, LANES)
 # An accumulation's innermost loop of at most this many whole vectors (a reduction's
 # sums of consecutive channels) runs unrolled, so LLVM keeps the sums in registers
@@ -45,15 +49,17 @@ op = isl.ast_expr_op_type
 Linear = dict[str, int]  # iterator name -> coefficient; "" -> the constant
 
 
-def linear(expr: isl.AstExpr) -> Linear | None:
-    """``expr`` as a linear form of the AST's ids, or None (div, min, select...)."""
+def linear(expr: isl.AstExpr, known: Mapping[str, Linear] | None = None) -> Linear | None:
+    """``expr`` as a linear form of the AST's ids, or None (div, min, select...); an id
+    in ``known`` stands for its form there (an unrolled loop's iterator in one copy)."""
     kind = expr.get_type()
     if kind == isl.ast_expr_type.int:
         return {"": expr.int_get_val().to_python()}
     if kind == isl.ast_expr_type.id:
-        return {expr.id_get_id().get_name(): 1}
+        name = expr.id_get_id().get_name()
+        return dict(known[name]) if known and name in known else {name: 1}
     kind = expr.op_get_type()
-    args = [linear(expr.op_get_arg(k)) for k in range(expr.op_get_n_arg())]
+    args = [linear(expr.op_get_arg(k), known) for k in range(expr.op_get_n_arg())]
     if any(a is None for a in args):
         return None
     if kind == op.add:
@@ -93,9 +99,11 @@ class Lanes:
     width: int = LANES  # lanes of the vector code (HALF: exactly that many, unmasked)
 
 
-def lanes(node: isl.AstNode, offsets) -> Lanes | None:
+def lanes(node: isl.AstNode, offsets, known: Mapping[str, Linear] | None = None
+          ) -> Lanes | None:
     """The vector form of the ``for`` node ``node``, or None. ``offsets(user)`` gives the
-    access offset expressions (write first) of a user node."""
+    access offset expressions (write first) of a user node; ``known`` the forms of the
+    iterators of unrolled loops around it (see :func:`spanned`)."""
     if node.get_type() != isl.ast_node_type.for_:
         return None
     body = node.for_get_body()
@@ -105,7 +113,7 @@ def lanes(node: isl.AstNode, offsets) -> Lanes | None:
     if loop is None:
         return None
     iterator, init, bound = loop
-    span = difference(bound, init)
+    span = spanned(init, bound, known)
     if span is not None and not 0 <= span < LANES:
         return None
     strides = []
@@ -216,6 +224,24 @@ def iterations(init: isl.AstExpr, last: isl.AstExpr, step: int = 1) -> int | Non
     constant."""
     span = difference(last, init)
     return None if span is None else span // step + 1
+
+
+def spanned(init: isl.AstExpr, bound: isl.AstExpr, known: Mapping[str, Linear] | None
+            ) -> int | None:
+    """``bound - init`` when it is a constant, ``bound`` may be a min or max of forms:
+    the vectors of a row of a register tile whose columns end in half a vector,
+    ``c12 <= min(23, 16 * c11 + 15)``, are 16 and 8 lanes once the loop of ``c11``
+    from 0 is unrolled (``known``: ``c11`` is 0, then 1)."""
+    if bound.get_type() == isl.ast_expr_type.op and bound.op_get_type() in (op.min, op.max):
+        spans = [spanned(init, bound.op_get_arg(k), known) for k in range(bound.op_get_n_arg())]
+        if None in spans:
+            return None
+        return min(spans) if bound.op_get_type() == op.min else max(spans)
+    x, y = linear(bound, known), linear(init, known)
+    if x is None or y is None:
+        return None
+    span = _combine(x, y, -1)
+    return span.get("", 0) if set(span) <= {""} else None
 
 
 def difference(x: isl.AstExpr, y: isl.AstExpr) -> int | None:

@@ -27,6 +27,7 @@ EfficientNet, bert4 and inception_v2 take the same either way (2.1, 0.45, 4.3 s)
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection, Mapping
 
 import islpy as isl
 
@@ -59,13 +60,24 @@ def _flow(sink: isl.UnionMap, order: isl.UnionMap, *, must=None, may=None) -> is
     return info.set_schedule_map(order).compute_flow()
 
 
-def compute_dependences(scop: Scop, *, operations: int | None = None) -> Scop:
+def compute_dependences(scop: Scop, *, operations: int | None = None,
+                        since: Dependences | None = None,
+                        changed: Collection[str] = ()) -> Scop:
     """The SCoP with its RAW, WAR and WAW dependences filled in: exact within
-    ``operations`` isl operations (default :data:`OPERATIONS`), else memory-based."""
+    ``operations`` isl operations (default :data:`OPERATIONS`), else memory-based.
+
+    ``since`` are the dependences of an earlier form of this SCoP that differs from it
+    only in accesses to the arrays ``changed`` (tiling's packing copies: new statements
+    that read a contraction's operand and write its packed array, which the contraction
+    reads instead), in the same relative order of the statements it had: the relations
+    through the other arrays are taken from it (resnet50: 2.6 s of analysis saved)."""
+    known = {} if since is None or not since.exact else \
+        {a: rel for a, rel in since.by_array.items() if a not in set(changed)}
+    by_array = {}
     try:
         if scop.domain.dim(isl.dim_type.param) == 0:
             with budget(scop.ctx, operations or OPERATIONS, "dependence analysis"):
-                raw, war, waw = _exact(scop)
+                raw, war, waw, by_array = _exact(scop, known)
         else:
             raw, war, waw = _exact_apart(scop)
         exact = True
@@ -74,7 +86,7 @@ def compute_dependences(scop: Scop, *, operations: int | None = None) -> Scop:
     if scop.context is not None:
         raw, war, waw = (d.intersect_params(scop.context) for d in (raw, war, waw))
     deps = Dependences(raw=_coalesced(raw), war=_coalesced(war), waw=_coalesced(waw),
-                       exact=exact)
+                       exact=exact, by_array=by_array)
     return dataclasses.replace(scop, dependences=deps)
 
 
@@ -88,28 +100,38 @@ def _coalesced(deps: isl.UnionMap) -> isl.UnionMap:
         return deps
 
 
-def _exact(scop: Scop) -> tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]:
-    """RAW, WAR and WAW by isl's dataflow analysis."""
-    return _relations(scop.reads, scop.writes, scop.order)
+def _exact(scop: Scop, known: Mapping[str, Relations]):
+    """RAW, WAR and WAW by isl's dataflow analysis, and the three through each array;
+    ``known`` gives those of some arrays already."""
+    return _relations(scop.reads, scop.writes, scop.order, known)
 
 
-def _relations(reads: isl.UnionMap, writes: isl.UnionMap, order: isl.Schedule
-               ) -> tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]:
-    """RAW, WAR and WAW, one written array at a time (see the module's docstring)."""
+Relations = tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]  # RAW, WAR, WAW
+
+
+def _relations(reads: isl.UnionMap, writes: isl.UnionMap, order: isl.Schedule,
+               known: Mapping[str, Relations] | None = None
+               ) -> tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap, dict[str, Relations]]:
+    """RAW, WAR and WAW, one written array at a time (see the module's docstring), and
+    the three through each array; those of the arrays in ``known`` are taken from it."""
     times = {m.get_tuple_name(isl.dim_type.in_): isl.UnionMap.from_map(m)
              for m in union_maps(order.get_map())}
     reads_of, writes_of = _by_array(reads), _by_array(writes)
-    found: tuple[list, list, list] = ([], [], [])
+    by_array = {}
     for array, written in writes_of.items():
+        if known and array in known:
+            by_array[array] = known[array]
+            continue
         read = reads_of.get(array, isl.UnionMap.empty(written.get_space()))
         accessing = statement_names(written.domain().union(read.domain()))
         local = united([times[name] for name in sorted(accessing)])
-        found[0].append(_flow(read, local, must=written).get_must_dependence())
-        found[1].append(_flow(written, local, may=read).get_may_dependence())
-        found[2].append(_flow(written, local, must=written).get_must_dependence())
+        by_array[array] = (_flow(read, local, must=written).get_must_dependence(),
+                           _flow(written, local, may=read).get_may_dependence(),
+                           _flow(written, local, must=written).get_must_dependence())
     empty = isl.UnionMap.empty(reads.get_space())
-    raw, war, waw = (united(parts) if parts else empty for parts in found)
-    return raw, war, waw
+    raw, war, waw = (united([found[k] for found in by_array.values()]) if by_array else empty
+                     for k in range(3))
+    return raw, war, waw, by_array
 
 
 def _by_array(accesses: isl.UnionMap) -> dict[str, isl.UnionMap]:
@@ -134,7 +156,7 @@ def dataflow(ctx: isl.Context, reads: str, writes: str, order: str) -> str:
     isl server's child)."""
     reads, writes = (isl.UnionMap.read_from_str(ctx, text) for text in (reads, writes))
     order = isl.Schedule.read_from_str(ctx, order)
-    return "\n".join(str(deps) for deps in _relations(reads, writes, order))
+    return "\n".join(str(deps) for deps in _relations(reads, writes, order)[:3])
 
 
 def _memory_based(scop: Scop) -> tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]:

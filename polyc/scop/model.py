@@ -6,7 +6,7 @@ DEPENDENCES and SCHEDULE (the original program order in Pluto notation).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Mapping, Union
 
@@ -208,6 +208,10 @@ class Dependences:
     war: isl.UnionMap
     waw: isl.UnionMap
     exact: bool = True
+    # RAW, WAR and WAW through each written array, when the analysis ran array by array
+    # (polyc.scop.dependences: a later analysis of the SCoP reuses those it can)
+    by_array: Mapping[str, tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]] = field(
+        default_factory=dict, compare=False, repr=False)
 
     def kinds(self) -> dict[str, isl.UnionMap]:
         return {"RAW": self.raw, "WAR": self.war, "WAW": self.waw}

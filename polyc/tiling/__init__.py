@@ -99,11 +99,12 @@ def _contractions(scop: Scop, schedule: isl.Schedule, blockings: Lookup, paralle
 def _apply_recipe(scop: Scop, schedule: isl.Schedule,
                   contractions: list[tuple[Contraction, Blocking]],
                   attached: dict[str, list[Attached]]):
-    packs = {}
+    packs, before = {}, scop.dependences
     for c, block in contractions:
         scop, packed = pack(scop, c, block.nr)
         packs[c.statement.name] = (packed, block)
-    scop = compute_dependences(scop)  # the copies are new statements
+    changed = {name for packed, _ in packs.values() for name in (packed.source, packed.array)}
+    scop = compute_dependences(scop, since=before, changed=changed)  # new: the copies
 
     def replace(band: isl.ScheduleNode):
         names = statement_names(band.get_domain())
