@@ -1,6 +1,6 @@
 """The compile cache: a model compiled once is loaded, not compiled, the next time.
 
-An entry holds what the JIT and artifacts are made of: the object file of
+An entry holds what the JIT and artifacts are made of: the object files of
 :func:`polyc.runtime.native.emit_object`, the model's constants after the compiler's
 folding and packing, and the manifest; an artifact (``polyc compile -o``) is added
 to its entry the first time one is asked for and copied from then on.
@@ -50,7 +50,7 @@ from polyc.errors import PolycError
 from polyc.runtime import seal
 from polyc.runtime.native import NativeCode, NativeProgram
 
-FORMAT = 1  # the layout of an entry; part of the folder name
+FORMAT = 2  # the layout of an entry; part of the folder name
 DEFAULT_SIZE = 4 << 30
 OBJECT, CONSTANTS, MANIFEST, INDEX, ARTIFACT = (
     "object.o", "constants.bin", "manifest.json", "entry.json", "artifact.so")
@@ -77,7 +77,10 @@ class Entry:
             for name, (size, digest) in files.items():
                 if _digest(self.path / name, size) != digest:
                     raise ValueError(f"{name} does not match its checksum")
-            code = NativeCode((self.path / OBJECT).read_bytes(), tuple(index["functions"]),
+            if not index["objects"] or not set(index["objects"]) <= set(files):
+                raise ValueError("the index names objects it does not check")
+            objects = tuple((self.path / name).read_bytes() for name in index["objects"])
+            code = NativeCode(objects, tuple(index["functions"]),
                               tuple(c["name"] for c in index["constants"]))
             manifest = json.loads((self.path / MANIFEST).read_text())
             constants = _read_constants(self.path / CONSTANTS, index["constants"])
@@ -359,13 +362,20 @@ def _write_entry(folder: Path, program: NativeProgram, description: str) -> None
             yield value.reshape(-1).view(np.uint8)
             offset += padding + value.nbytes
 
-    written(OBJECT, [program.code.object])
+    objects = [_object_name(k) for k in range(len(program.code.objects))]
+    for name, data in zip(objects, program.code.objects):
+        written(name, [data])
     written(MANIFEST, [json.dumps(program.manifest).encode()])
     written(CONSTANTS, constants())
-    index = {"format": FORMAT, "model": description, "files": files,
+    index = {"format": FORMAT, "model": description, "files": files, "objects": objects,
              "functions": list(program.code.functions), "constants": layout,
              "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     (folder / INDEX).write_text(json.dumps(index, indent=1))
+
+
+def _object_name(k: int) -> str:
+    """The file of the entry's object ``k`` (``object.o``, ``object1.o``, ...)."""
+    return OBJECT if k == 0 else OBJECT.replace(".o", f"{k}.o")
 
 
 def _read_constants(path: Path, layout: list[dict]) -> dict[str, np.ndarray]:

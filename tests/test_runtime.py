@@ -383,7 +383,7 @@ def test_other_format_version(tmp_path):
     path = tmp_path / "old.so"
     tm = target.host_target_machine(reloc="pic")
     manifest = target.parse(native.manifest_ir(dict(MANIFEST, format="polyc-0")), tm)
-    aot.link_shared(tm.emit_object(manifest), path)
+    aot.link_shared([tm.emit_object(manifest)], path)
     seal.seal(path)
     with pytest.raises(ArtifactError, match="old.so has artifact format 'polyc-0'"):
         load_artifact(path)

@@ -18,7 +18,7 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -50,18 +50,21 @@ def constants_assembly(constants: Mapping[str, np.ndarray], folder: Path) -> str
     return "\n".join(lines) + "\n"
 
 
-def link_shared(obj: bytes, path: Path, constants: Mapping[str, np.ndarray] | None = None,
+def link_shared(objects: Sequence[bytes], path: Path,
+                constants: Mapping[str, np.ndarray] | None = None,
                 *, name: str | None = None) -> None:
-    """Link the object ``obj`` and the ``constants`` it reads (``{symbol: value}``) into
+    """Link the ``objects`` and the ``constants`` they read (``{symbol: value}``) into
     the shared library ``path`` with the system C compiler; errors call the library
     ``name`` (default: the file's)."""
     compiler = config.c_compiler()
     with tempfile.TemporaryDirectory(prefix="polyc-") as tmp:
-        obj_path = Path(tmp, "model.o")
-        obj_path.write_bytes(obj)
+        paths = []
+        for k, data in enumerate(objects):
+            paths.append(str(Path(tmp, f"model{k}.o")))
+            Path(paths[-1]).write_bytes(data)
         data_path = Path(tmp, "constants.s")
         data_path.write_text(constants_assembly(constants or {}, Path(tmp)))
-        command = [compiler, *LINK_FLAGS, "-o", str(path), str(obj_path), str(data_path),
+        command = [compiler, *LINK_FLAGS, "-o", str(path), *paths, str(data_path),
                    *LIBRARIES]
         try:
             done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -94,7 +97,7 @@ def write_artifact(code: str | NativeCode, manifest: Mapping, path: str | os.Pat
         code = emit_object(code, manifest)
     clock = time.perf_counter()
     with replacing(path, reads=reads) as partial:
-        link_shared(code.object, partial, constants, name=path.name)
+        link_shared(code.objects, partial, constants, name=path.name)
         seal.seal(partial)
     config.log(config.STAGES, f"polyc: {'aot link':<12} "
                               f"{(time.perf_counter() - clock) * 1e3:9.2f} ms")

@@ -123,7 +123,8 @@ class JitModule(abi.Runner):
         with _BINDING:  # constant symbols are process-wide until the object is linked
             self._constants = bind_constants(code.constants, constants or {})
             try:
-                self._engine.add_object_file(llvm.ObjectFileRef.from_data(code.object))
+                for data in code.objects:
+                    self._engine.add_object_file(llvm.ObjectFileRef.from_data(data))
                 self._engine.finalize_object()
             except RuntimeError as error:
                 raise CodegenError(f"MCJIT failed: {target.llvm_message(error)}") from None

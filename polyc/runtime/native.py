@@ -1,11 +1,12 @@
-"""Native code: the code generator's LLVM IR as one optimised object file.
+"""Native code: the code generator's LLVM IR as optimised object files.
 
-LLVM runs once per compile (:func:`emit_object`): O3 for the host CPU, then one
-position-independent ELF object that defines the entry function and
-``const char *polyc_manifest(void)``. The same bytes serve both ways of running it:
-the in-process model loads them into MCJIT (:class:`polyc.runtime.jit.JitModule`),
-an artifact links them into a shared library (:mod:`polyc.runtime.aot`), and the
-compile cache (:mod:`polyc.cache`) keeps them.
+LLVM runs once per compile (:func:`emit_object`): O3 for the host CPU, then
+position-independent ELF objects, the first of which defines the entry function and
+``const char *polyc_manifest(void)``: one object, or for a large module one per unit
+compiled on a core of its own (:mod:`polyc.runtime.units`). The same bytes serve both
+ways of running them: the in-process model loads them into MCJIT
+(:class:`polyc.runtime.jit.JitModule`), an artifact links them into a shared library
+(:mod:`polyc.runtime.aot`), and the compile cache (:mod:`polyc.cache`) keeps them.
 
 The model's constants stay outside the object, as external symbols read through the
 GOT: MCJIT binds them to numpy buffers anywhere in memory, and the static linker turns
@@ -15,6 +16,7 @@ library).
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Mapping
@@ -25,21 +27,24 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from polyc import config
+from polyc import config, workers
 from polyc.codegen import target
 from polyc.errors import CodegenError
+from polyc.runtime import units
 
 MANIFEST_FUNCTION = "polyc_manifest"
 
 
 @dataclass(frozen=True)
 class NativeCode:
-    """An object file and what loading it needs: the external symbols it calls or reads
+    """Object files and what loading them needs: the external symbols they call or read
     (functions from libm and libgomp, and the constants), and the time each LLVM step
-    took (``parse``, ``optimize``, ``object``). ``optimized_ir`` is the module's text
-    after O3 when it was asked for (``keep_ir``)."""
+    took (``parse``, ``optimize``, ``object``: wall-clock, units compiled together).
+    ``optimized_ir`` is the modules' text after O3 when it was asked for (``keep_ir``).
+    The first object defines the entry; a module of several units
+    (:mod:`polyc.runtime.units`) has an object per unit, which only link together."""
 
-    object: bytes
+    objects: tuple[bytes, ...]
     functions: tuple[str, ...]  # external functions the code calls
     constants: tuple[str, ...]  # external data the code reads (the model's constants)
     seconds: Mapping[str, float] = field(default_factory=dict)
@@ -72,31 +77,70 @@ def manifest_ir(manifest: Mapping) -> str:
 
 
 def emit_object(llvm_ir: str, manifest: Mapping, *, keep_ir: bool = False) -> NativeCode:
-    """Optimise ``llvm_ir`` (O3, host CPU), link ``polyc_manifest`` in, emit one PIC object."""
+    """Optimise ``llvm_ir`` (O3, host CPU) and emit PIC objects, ``polyc_manifest`` in the
+    first: one per unit of :func:`polyc.runtime.units.split`, on as many processes
+    (:mod:`polyc.workers`)."""
+    clock = time.perf_counter()
+    texts = units.split(llvm_ir, workers.jobs())
+    calls = [functools.partial(_unit_object, text, manifest if k == 0 else None, keep_ir)
+             for k, text in enumerate(texts)]
+    parts = workers.run_all(calls, "LLVM")
+    defined = set().union(*(part.defined for part in parts))
+    functions = sorted({f for part in parts for f in part.functions} - defined)
+    constants = sorted({c for part in parts for c in part.constants})
+    texts = [part.text for part in parts]
+    text = None if None in texts else "\n".join(texts)
+    if text is not None:
+        config.log_section(config.LLVM, "LLVM IR after O3", text)
+    wall = time.perf_counter() - clock
+    parse, optimize = (max(part.seconds[k] for part in parts) for k in ("parse", "optimize"))
+    seconds = {"parse": parse, "optimize": optimize, "object": max(wall - parse - optimize, 0.0)}
+    return NativeCode(tuple(part.object for part in parts), tuple(functions), tuple(constants),
+                      seconds, text)
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """One unit's object file, the functions it defines and the external symbols it
+    uses, its optimised IR (if kept) and the time of each step."""
+
+    object: bytes
+    defined: frozenset[str]
+    functions: tuple[str, ...]
+    constants: tuple[str, ...]
+    text: str | None
+    seconds: Mapping[str, float]
+
+
+def _unit_object(llvm_ir: str, manifest: Mapping | None, keep_ir: bool) -> _Unit:
+    """One unit optimised and emitted; with ``manifest``, the entry's unit, which gets
+    ``polyc_manifest``."""
     clock = time.perf_counter()
     tm = target.host_target_machine(reloc="pic")
     module = target.parse(llvm_ir, tm)
-    target.require_function(module, manifest["entry"])
+    if manifest is not None:
+        target.require_function(module, manifest["entry"])
     parsed = time.perf_counter()
     target.optimize(module, tm)
     optimized = time.perf_counter()
     text = str(module) if keep_ir or config.debug_level() >= config.LLVM else None
-    if text is not None:
-        config.log_section(config.LLVM, "LLVM IR after O3", text)
     functions = tuple(f.name for f in module.functions
                       if f.is_declaration and not f.name.startswith("llvm."))
+    defined = frozenset(f.name for f in module.functions if not f.is_declaration)
     constants = tuple(v.name for v in module.global_variables if v.is_declaration)
-    try:
-        module.link_in(target.parse(manifest_ir(manifest), tm))
-    except RuntimeError as error:
-        raise CodegenError(f"cannot link the manifest in: {target.llvm_message(error)}") from None
+    if manifest is not None:
+        try:
+            module.link_in(target.parse(manifest_ir(manifest), tm))
+        except RuntimeError as error:
+            raise CodegenError(f"cannot link the manifest in: "
+                               f"{target.llvm_message(error)}") from None
     try:
         data = tm.emit_object(module)
     except RuntimeError as error:
         raise CodegenError(f"LLVM could not emit code: {target.llvm_message(error)}") from None
     seconds = {"parse": parsed - clock, "optimize": optimized - parsed,
                "object": time.perf_counter() - optimized}
-    return NativeCode(data, functions, constants, seconds, text)
+    return _Unit(data, defined, functions, constants, text, seconds)
 
 
 def missing_functions(code: NativeCode) -> list[str]:

@@ -1,0 +1,103 @@
+"""Work on several cores: calls run in forked copies of this process.
+
+A forked child shares everything this process has built (isl and LLVM state need no
+transfer) and returns its result as a pickle in a file; this process runs the first
+call itself meanwhile. A child that raises passes its exception back; one that dies
+(a signal from LLVM, the kernel's OOM killer) is a :class:`PolycError` naming the
+signal and the work. Without ``fork`` (not Linux) or with one job, the calls run here in turn.
+
+``POLYC_JOBS`` bounds the processes (default: the CPUs this process may run on).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from polyc.errors import PolycError
+
+
+def jobs() -> int:
+    """How many processes parallel work may use: ``POLYC_JOBS``, else the CPUs this
+    process may run on; 1 where this module cannot fork."""
+    if not sys.platform.startswith("linux"):
+        return 1
+    text = os.environ.get("POLYC_JOBS", "").strip()
+    if text:
+        try:
+            value = int(text)
+        except ValueError:
+            raise PolycError(f"POLYC_JOBS must be a positive number of processes, "
+                             f"got {text!r}") from None
+        if value < 1:
+            raise PolycError(f"POLYC_JOBS must be a positive number of processes, got {value}")
+        return value
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def run_all(calls: Sequence[Callable[[], Any]], what: str) -> list[Any]:
+    """The results of ``calls``, the first run in this process and each other in a
+    forked child; ``what`` names the work in errors."""
+    if len(calls) < 2 or jobs() < 2:
+        return [call() for call in calls]
+    with tempfile.TemporaryDirectory(prefix="polyc-jobs-") as folder:
+        children = [(_fork(call, Path(folder, f"result{k}")), Path(folder, f"result{k}"))
+                    for k, call in enumerate(calls[1:], 1)]
+        try:
+            first = calls[0]()
+        finally:
+            outcomes = [_wait(pid, path, what) for pid, path in children]
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return [first, *outcomes]
+
+
+def _fork(call: Callable[[], Any], path: Path) -> int:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:  # the child: nothing of this process's but the call and the file
+        try:
+            data = pickle.dumps((True, call()))
+        except BaseException as error:  # passed back whole
+            data = pickle.dumps((False, _picklable(error)))
+        path.write_bytes(data)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _picklable(error: BaseException) -> BaseException:
+    try:
+        pickle.dumps(error)
+        return error
+    except Exception:
+        return PolycError(f"{type(error).__name__}: {error}")
+
+
+def _wait(pid: int, path: Path, what: str) -> Any:
+    """A child's result, or the exception it raised or that its end makes."""
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = f" ({signal.Signals(number).name})"
+        except ValueError:
+            name = ""
+        return PolycError(f"{what}: a worker process died of signal {number}{name}")
+    try:
+        _, value = pickle.loads(path.read_bytes())
+    except (OSError, EOFError, pickle.UnpicklingError) as error:
+        return PolycError(f"{what}: a worker process ended without its result "
+                            f"(exit status {os.waitstatus_to_exitcode(status)}, {error})")
+    return value

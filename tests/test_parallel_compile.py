@@ -1,0 +1,172 @@
+"""Compiling on several cores (polyc.workers: forked processes): fusion groups
+scheduled apart, and LLVM's work split into units (polyc.runtime.units), each
+optimised and emitted in a process of its own, the objects linked by MCJIT, into
+artifacts and kept in the compile cache."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+
+import numpy as np
+import pytest
+from test_channels_last import Net
+
+import polyc
+from polyc import cache, workers
+from polyc.codegen import target
+from polyc.errors import CodegenError, PolycError
+from polyc.pipeline import Options, lower, native_code
+from polyc.runtime import native, units
+from polyc.runtime.artifact import load_artifact
+
+from onnx_helpers import random_inputs
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="units compile in forks")
+
+
+def convs():
+    """Six convs and their Relus: nests whose loops run on threads (outlined bodies)."""
+    net = Net(8, 14)
+    x, channels = "x", 8
+    for width in (16, 16, 24, 24, 32, 32):
+        x, channels = net.node("Relu", net.conv(x, channels, width, 3)), width
+    return net.model(x)
+
+
+@pytest.fixture
+def small_units(monkeypatch):
+    monkeypatch.setattr(units, "UNIT_BYTES", 1000)
+    monkeypatch.setenv("POLYC_JOBS", "3")
+
+
+def defined(text: str) -> set[str]:
+    return set(re.findall(r'^define [^@]*@"([^"]+)"', text, re.M))
+
+
+def test_units_define_each_function_once_and_parse(small_units):
+    llvm_ir = lower(convs(), Options(threads=2)).llvm_ir
+    texts = units.split(llvm_ir, 3)
+    assert len(texts) == 3
+    names = [defined(text) for text in texts]
+    assert set().union(*names) == defined(llvm_ir)
+    assert sum(map(len, names)) == len(defined(llvm_ir))
+    assert {"polyc_main", "polyc_kernel"} <= names[0]
+    tm = target.host_target_machine(reloc="pic")
+    for text in texts:
+        target.parse(text, tm)  # verifies
+    # the nests the kernel calls from another unit are linked, not exported
+    assert re.search(r'^define hidden void @"polyc_kernel\.part', texts[1], re.M)
+    assert re.search(r'^declare void @"polyc_kernel\.part', texts[0], re.M)
+
+
+def test_a_split_module_runs_as_one_unit_does(small_units, tmp_path, monkeypatch):
+    model = convs()
+    inputs = random_inputs(model, seed=4)
+    compilation = lower(model, Options(threads=2))
+    split = native_code(compilation)
+    assert len(split.code.objects) == 3
+    monkeypatch.setenv("POLYC_JOBS", "1")
+    whole = native_code(compilation)
+    assert len(whole.code.objects) == 1
+    expected = polyc.pipeline.CompiledModel(whole, compilation).run(inputs)
+    got = polyc.pipeline.CompiledModel(split, compilation).run(inputs)
+    saved = polyc.pipeline.CompiledModel(split, compilation)
+    saved.save(tmp_path / "split.so")
+    from_artifact = load_artifact(tmp_path / "split.so").run(inputs)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(got[name], value)
+        np.testing.assert_array_equal(from_artifact[name], value)
+
+
+def test_the_compile_cache_keeps_every_object(small_units, tmp_path, monkeypatch):
+    monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path / "cache"))
+    model = convs()
+    inputs = random_inputs(model, seed=5)
+    first = polyc.pipeline.build(model, threads=2, cache=True)
+    assert len(first.native.code.objects) == 3 and not first.cached
+    again = polyc.pipeline.build(model, threads=2, cache=True)
+    assert again.cached and again.native.code.objects == first.native.code.objects
+    (entry,) = (tmp_path / "cache").glob(f"entries-{cache.FORMAT}/*")
+    assert {p.name for p in entry.glob("object*.o")} == {"object.o", "object1.o", "object2.o"}
+    expected = first.loaded().run(inputs)
+    for name, value in again.loaded().run(inputs).items():
+        np.testing.assert_array_equal(value, expected[name])
+
+
+def test_a_module_with_a_global_value_stays_one_unit(small_units):
+    profiled = lower(convs(), Options(threads=1, profile=True)).llvm_ir
+    assert re.search(r"^@\S+ = internal global", profiled, re.M)
+    assert units.split(profiled, 3) == [profiled]
+
+
+def test_small_modules_stay_one_unit(monkeypatch):
+    monkeypatch.setenv("POLYC_JOBS", "4")
+    llvm_ir = lower(convs(), Options(threads=1)).llvm_ir
+    assert len(llvm_ir) < units.UNIT_BYTES * 2
+    assert units.split(llvm_ir, 4) == [llvm_ir]
+
+
+def test_an_error_in_a_worker_reaches_the_caller():
+    def fails():
+        raise CodegenError("LLVM could not emit code: out of registers")
+
+    with pytest.raises(CodegenError, match="out of registers"):
+        workers.run_all([lambda: 1, fails], "LLVM")
+
+
+@pytest.mark.skipif(workers.jobs() < 2, reason="one job runs in this process")
+def test_a_worker_that_dies_is_an_error_naming_its_signal():
+    def dies():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    with pytest.raises(PolycError, match=r"LLVM: a worker process died of signal 9 \(SIGKILL\)"):
+        workers.run_all([lambda: 1, dies], "LLVM")
+    assert workers.run_all([lambda: 1, lambda: 2, lambda: 3], "LLVM") == [1, 2, 3]
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_polyc_jobs_must_be_a_positive_number(monkeypatch, value):
+    monkeypatch.setenv("POLYC_JOBS", value)
+    with pytest.raises(PolycError, match="POLYC_JOBS must be a positive number"):
+        workers.jobs()
+
+
+def test_one_job_runs_in_this_process(monkeypatch):
+    monkeypatch.setenv("POLYC_JOBS", "1")
+    pids = workers.run_all([os.getpid, os.getpid], "test")
+    assert pids == [os.getpid(), os.getpid()]
+
+
+def test_seconds_of_a_split_module_are_wall_clock(small_units):
+    code = native.emit_object(lower(convs(), Options(threads=2)).llvm_ir,
+                              {"entry": "polyc_main", "format": "polyc-1"})
+    assert len(code.objects) == 3
+    assert set(code.seconds) == {"parse", "optimize", "object"}
+    assert all(value >= 0 for value in code.seconds.values())
+
+
+def test_groups_scheduled_on_several_processes_get_the_same_schedule(monkeypatch):
+    from polyc.scheduler import base
+
+    model = convs()
+    monkeypatch.setenv("POLYC_JOBS", "1")
+    serial = lower(model, Options(threads=2))
+    monkeypatch.setattr(base, "PARALLEL_GROUPS", 2)
+    monkeypatch.setenv("POLYC_JOBS", "3")
+    forked = []
+    real_fork = os.fork
+
+    def counting_fork():
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    parallel = lower(model, Options(threads=2))
+    assert len(serial.groups.groups) >= 6 and forked
+    assert str(parallel.schedule.schedule) == str(serial.schedule.schedule)
+    assert parallel.schedule.decisions == serial.schedule.decisions
+    assert parallel.llvm_ir == serial.llvm_ir
