@@ -6,6 +6,7 @@ import pytest
 from polyc.errors import IllegalScheduleError, PolycError
 from polyc.fusion.groups import POLICIES, fuse
 from polyc.scheduler import check_legality, schedule
+from polyc.scheduler.legality import Times, check_order, respects_order
 from polyc.scheduler.notation import pluto_notation
 from polyc.scop.build import build_scop
 from polyc.scop.dependences import compute_dependences
@@ -47,6 +48,24 @@ def test_consumer_before_producer_is_rejected(scop):
         " S2_relu[i, j] -> [0, i, j, 0] }"))
     with pytest.raises(IllegalScheduleError, match=r"RAW dependence S1_matmul_update -> S2_relu"):
         check_legality(scop, bad)
+
+
+@pytest.mark.parametrize("text, legal", [
+    ("{ S0_matmul_init[i, j] -> [0, i, j, 0]; S1_matmul_update[i, j, k] -> [1, i, j, k];"
+     " S2_relu[i, j] -> [2, i, j, 0] }", True),
+    ("{ S0_matmul_init[i, j] -> [0, i, j, 0]; S1_matmul_update[i, j, k] -> [1, i, j, -k];"
+     " S2_relu[i, j] -> [2, i, j, 0] }", False),  # a reversed reduction
+    ("{ S0_matmul_init[i, j] -> [1, i, j, 0]; S1_matmul_update[i, j, k] -> [2, i, j, k];"
+     " S2_relu[i, j] -> [0, i, j, 0] }", False),  # consumer first: ordered by the first dim
+])
+def test_respects_order_answers_what_check_order_raises_for(scop, text, legal):
+    times = Times(_schedule_from_map(scop, text).get_map())
+    assert respects_order(scop.dependences, times) == legal
+    if legal:
+        check_order(scop.dependences, times)
+    else:
+        with pytest.raises(IllegalScheduleError, match="is not respected"):
+            check_order(scop.dependences, times)
 
 
 def test_schedule_missing_a_statement_is_rejected(scop):

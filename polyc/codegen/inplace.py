@@ -40,7 +40,7 @@ import islpy as isl
 
 from polyc.errors import IllegalScheduleError
 from polyc.islutil import linear_aff, offset_strides, united
-from polyc.scheduler.legality import ParallelLoops, check_order
+from polyc.scheduler.legality import ParallelLoops, Times, respects_order
 from polyc.scop.model import Access, Dependences, Scop, Statement
 
 
@@ -93,7 +93,7 @@ class _Index:
 
     def __init__(self, scop: Scop, schedule: isl.Schedule):
         self.scop = scop
-        self.times = schedule.get_map()
+        self.times = Times(schedule.get_map())
         self.loops = ParallelLoops(schedule)
         self.reads: dict[str, list[tuple[Statement, Access]]] = defaultdict(list)
         self.writes: dict[str, list[Statement]] = defaultdict(list)
@@ -187,8 +187,9 @@ def _sharing(done: Mapping[str, InPlace], buffer: str) -> set[str]:
 def _respected(index: _Index, hazards: Dependences) -> bool:
     """Whether the schedule runs the orders ``hazards`` forward, none across the
     iterations of a parallel loop."""
+    if not respects_order(hazards, index.times):
+        return False
     try:
-        check_order(hazards, index.times)
         index.loops.check(hazards, index.scop.context)
     except IllegalScheduleError:
         return False
