@@ -42,7 +42,7 @@ GROUPS = {  # the table's columns: stages of polyc.pipeline, grouped
     "front": ("frontend", "scop", "inline", "dependences", "fusion", "parameters"),
     "schedule": ("schedule", "legality"),
     "tiling": ("tiling", "parallel", "in place"),
-    "ast": ("ast",),
+    "ast": ("ast", "nests"),  # nests: AST and LLVM IR of the nests, on several processes
     "llvm IR": ("llvm", "buffers"),
     "O3+obj": ("optimize", "object"),
 }

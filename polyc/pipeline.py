@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from polyc import __version__, config, progress
+from polyc.codegen.apart import Apart, apart_possible, generate_apart
 from polyc.codegen.ast import LoopProgram, build_ast, parts
 from polyc.codegen.inplace import storage, write_in_place
-from polyc.codegen.layout import INITIAL, BufferPlan, constant_data, plan_buffers
+from polyc.codegen.layout import INITIAL, BufferPlan, constant_data, plan_buffers, plan_for_parts
 from polyc.codegen.llvm import ENTRY, emit_module
 from polyc.codegen.profile import parts as profile_parts
 from polyc.errors import PolycError, ResourceError, checked_options
@@ -112,12 +113,21 @@ class Compilation:
     scop: Scop
     groups: FusionGroups
     schedule: ScheduleResult
-    program: LoopProgram
+    loops: LoopProgram | None  # None: the nests were generated apart (codegen.apart)
     plan: BufferPlan
-    llvm_ir: str
+    llvm_ir: str  # one module, or the kernel's then those of nests generated apart
     times: tuple[tuple[str, float], ...] = field(default=())
     graph: Graph | None = None
     profile: tuple[dict, ...] = ()  # per timed part, with options.profile
+
+    @property
+    def program(self) -> LoopProgram:
+        """The AST of the whole schedule (built now if the nests were generated apart:
+        the same loops)."""
+        if self.loops is None:
+            object.__setattr__(self, "loops", build_ast(self.scop, self.schedule.schedule,
+                                                        storage(self.plan.in_place)))
+        return self.loops
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -240,9 +250,16 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
                                                         replace(options, tile=False), stages)
         except OverBudget as again:
             raise ResourceError(f"{again}, tiled or not") from None
-    plan = stages.run("buffers", plan_buffers, scop, program, in_place)
+    if isinstance(program, Apart):
+        memory = storage(in_place)
+        plan = stages.run("buffers", plan_for_parts, scop, program.part_arrays,
+                          lambda name: memory.get(name, name), in_place)
+    else:
+        plan = stages.run("buffers", plan_buffers, scop, program, in_place)
     check_memory(_call_bytes(scop, plan), options.memory_limit)
     llvm_ir = stages.run("llvm", _emit, scop, program, plan, options)
+    if isinstance(program, Apart):
+        program = None
     config.log_section(config.LLVM, "LLVM IR (before optimisation)", llvm_ir)
     timed = _profile_parts(scop, program) if options.profile else ()
     return Compilation(options, scop, groups, scheduled, program, plan, llvm_ir,
@@ -260,11 +277,24 @@ def _loops(scop: Scop, scheduled: ScheduleResult, options: Options, stages: _Sta
     if options.check and (options.tile or options.threads != 1):
         stages.run("legality", check_legality, scop, scheduled.schedule)
     scop, in_place = stages.run("in place", write_in_place, scop, scheduled.schedule)
+    if not options.profile and apart_possible(scop, scheduled.schedule):
+        apart = stages.run("nests", generate_apart, scop, scheduled.schedule,
+                           storage(in_place), fast_math=options.fast_math,
+                           threads=options.threads)
+        if apart is not None:
+            return scop, scheduled, in_place, apart
     program = stages.run("ast", build_ast, scop, scheduled.schedule, storage(in_place))
     return scop, scheduled, in_place, program
 
 
-def _emit(scop: Scop, program: LoopProgram, plan: BufferPlan, options: Options) -> str:
+def _emit(scop: Scop, program: LoopProgram | Apart, plan: BufferPlan, options: Options
+          ) -> str:
+    """The LLVM IR: one module, or the kernel's followed by those of the nests
+    generated apart."""
+    if isinstance(program, Apart):
+        kernel = emit_module(scop, None, plan, fast_math=options.fast_math,
+                             threads=options.threads, nests=program.nests)
+        return "\n".join([kernel, *program.modules])
     return emit_module(scop, program, plan, fast_math=options.fast_math,
                        threads=options.threads, profile=options.profile)
 

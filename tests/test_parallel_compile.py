@@ -11,6 +11,7 @@ import signal
 
 import numpy as np
 import pytest
+from onnx import helper
 from test_channels_last import Net
 
 import polyc
@@ -170,3 +171,51 @@ def test_groups_scheduled_on_several_processes_get_the_same_schedule(monkeypatch
     assert str(parallel.schedule.schedule) == str(serial.schedule.schedule)
     assert parallel.schedule.decisions == serial.schedule.decisions
     assert parallel.llvm_ir == serial.llvm_ir
+
+
+@pytest.fixture
+def nests_apart(monkeypatch):
+    from polyc.codegen import apart
+
+    monkeypatch.setattr(apart, "MIN_GROUPS", 1)
+    monkeypatch.setenv("POLYC_JOBS", "2")
+
+
+def test_nests_generated_apart_make_the_program_one_process_makes(nests_apart, monkeypatch,
+                                                                   tmp_path):
+    """Groups dealt out to processes, each building its groups' AST and a module of
+    their nests: the kernel calls them in the schedule's order, the buffer plan is the
+    same, the whole AST (built when asked for) is the same, and the code computes the
+    same, in process and as an artifact."""
+    model = convs()
+    inputs = random_inputs(model, seed=6)
+    apart = lower(model, Options(threads=2))
+    assert apart.loops is None
+    assert "nests" in dict(apart.times) and "ast" not in dict(apart.times)
+    assert apart.llvm_ir.count("; ModuleID = ") == 5  # the kernel's and 4 shares'
+    monkeypatch.setenv("POLYC_JOBS", "1")
+    whole = lower(model, Options(threads=2))
+    assert whole.loops is not None and whole.llvm_ir.count("; ModuleID = ") == 1
+    assert apart.plan == whole.plan
+    assert str(apart.program) == str(whole.program)
+    expected = polyc.pipeline.CompiledModel(native_code(whole), whole).run(inputs)
+    compiled = polyc.pipeline.CompiledModel(native_code(apart), apart)
+    assert len(compiled.native.code.objects) == 5
+    compiled.save(tmp_path / "apart.so")
+    for got in (compiled.run(inputs), load_artifact(tmp_path / "apart.so").run(inputs)):
+        for name, value in expected.items():
+            np.testing.assert_array_equal(got[name], value)
+    assert "ms" in str(compiled.profile(inputs, repeat=1, onnxruntime=False))
+
+
+def test_symbolic_and_profiled_programs_are_generated_in_one_piece(nests_apart):
+    model = convs()
+    assert lower(model, Options(threads=2, profile=True)).loops is not None
+    from test_symbolic_dims import _model
+
+    nodes = [helper.make_node(op, [f"t{k}"], [f"t{k + 1}"])
+             for k, op in enumerate(["Relu", "Exp", "Relu", "Neg"] * 3)]
+    symbolic = _model(nodes, [("t0", ["batch", 16])], [("t12", ["batch", 16])])
+    compiled = lower(symbolic, Options(threads=2, symbolic=("batch",), fuse="none"))
+    assert len(compiled.groups.groups) >= 2 and compiled.scop.symbolic_params
+    assert compiled.loops is not None

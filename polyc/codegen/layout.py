@@ -19,6 +19,7 @@ the scratch size for given values (the manifest names it as ``scratch_bytes``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from polyc.codegen.ast import LoopProgram, parts
 from polyc.codegen.liveness import Lifetime, assign_offsets, lifetimes, peak
+from polyc.codegen.parallel import arrays_in
 from polyc.scop.model import Scop
 
 if TYPE_CHECKING:
@@ -96,15 +98,24 @@ def plan_buffers(scop: Scop, program: LoopProgram, in_place: tuple[InPlace, ...]
     (:mod:`polyc.codegen.liveness`); one written in place (``in_place``, also
     ``program.storage``) takes the offset of the memory it is written into. Temporaries
     of symbolic size follow, one slot each."""
+    arrays = [arrays_in(part, program) for part in parts(program.root)]
+    return plan_for_parts(scop, arrays, program.memory, in_place)
+
+
+def plan_for_parts(scop: Scop, part_arrays: Sequence[Sequence[str]],
+                   memory: Callable[[str], str], in_place: tuple[InPlace, ...] = ()
+                   ) -> BufferPlan:
+    """:func:`plan_buffers` from the memories each part accesses (``part_arrays``, in
+    order) and ``memory`` (:meth:`LoopProgram.memory`)."""
     static = [a.name for a in scop.arrays if a.kind == "temp" and not a.symbolic]
-    memories = [name for name in static if program.memory(name) == name]
-    spans = lifetimes(parts(program.root), program, memories)
+    memories = [name for name in static if memory(name) == name]
+    spans = lifetimes(part_arrays, memories)
     lives = {name: Lifetime(scop.array(name).nbytes, *spans[name]) if name in spans else None
              for name in memories}
     accessed = {name: life for name, life in lives.items() if life is not None}
     offsets = assign_offsets(accessed, ALIGN)
     # scop order: the kernel's arguments
-    scratch = {name: offsets.get(program.memory(name), 0) for name in static}
+    scratch = {name: offsets.get(memory(name), 0) for name in static}
     names = lambda *kinds: tuple(a.name for a in scop.arrays if a.kind in kinds)  # noqa: E731
     return BufferPlan(names("input"), names(*OUTPUT_KINDS), scratch,
                       aligned(peak(offsets, accessed)), names("constant"),

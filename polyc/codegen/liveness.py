@@ -16,11 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import islpy as isl
-
-from polyc.codegen.ast import LoopProgram
-from polyc.codegen.parallel import arrays_in
-
 
 @dataclass(frozen=True)
 class Lifetime:
@@ -34,12 +29,13 @@ class Lifetime:
         return self.first <= other.last and other.first <= self.last
 
 
-def lifetimes(parts: Sequence[isl.AstNode], program: LoopProgram, names: Sequence[str]
+def lifetimes(part_arrays: Sequence[Sequence[str]], names: Sequence[str]
               ) -> dict[str, tuple[int, int]]:
-    """``{array: (first part, last part)}`` of the arrays ``names`` that some part accesses."""
+    """``{array: (first part, last part)}`` of the arrays ``names`` that some part
+    accesses (``part_arrays``: the memories each part accesses, in order)."""
     wanted, spans = set(names), {}
-    for k, part in enumerate(parts):
-        for name in arrays_in(part, program):
+    for k, arrays in enumerate(part_arrays):
+        for name in arrays:
             if name in wanted:
                 spans[name] = (spans.get(name, (k, k))[0], k)
     return spans

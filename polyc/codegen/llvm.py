@@ -17,8 +17,8 @@ shapes are computed row-major from those values.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import islpy as isl
 from llvmlite import ir
@@ -43,23 +43,61 @@ ENTRY = "polyc_main"
 ROUNDED = frozenset({"round", "floor", "ceil", *(f"cast_{dtype}" for dtype in INTEGER)})
 
 
-def emit_module(scop: Scop, program: LoopProgram, plan: BufferPlan, *,
+def emit_module(scop: Scop, program: LoopProgram | None, plan: BufferPlan, *,
                 fast_math: bool = True, threads: int | None = None,
-                profile: bool = False) -> str:
+                profile: bool = False, nests: Sequence[Nest] | None = None) -> str:
     """The LLVM IR text of the whole model; ``fast_math=False`` drops the float
     reassociation and contraction flags, so every schedule computes bit-identical sums.
     ``threads`` runs parallel loops on that many threads (None: the OpenMP default;
     1: no parallel regions at all). ``profile`` times each of :func:`polyc.codegen.ast.parts`
-    (:mod:`polyc.codegen.profile`)."""
+    (:mod:`polyc.codegen.profile`). With ``nests`` (made apart by :func:`emit_nests`)
+    the kernel calls those, declared, in their order, instead of emitting the parts of
+    ``program`` (which symbolic extents still need, when there are some)."""
     module = ir.Module(name="polyc")
     arrays = plan.inputs + plan.outputs + tuple(plan.scratch) + plan.symbolic + plan.constants
-    kernel = _kernel(module, scop, program, arrays, threads, profile, fast_math)
+    kernel = _kernel(module, scop, program, arrays, threads, profile, fast_math, nests)
     if not fast_math:
         _drop_fast_math(module)
     _entry(module, kernel, scop, program, plan, _constants(module, scop, plan))
     if plan.symbolic:
         _scratch_function(module, scop, program, plan)
     return str(module)
+
+
+@dataclass(frozen=True)
+class Nest:
+    """A top-level nest emitted apart (:func:`emit_nests`): its function's name and the
+    memories it takes, in its parameters' order (the symbolic parameters follow)."""
+
+    name: str
+    arrays: tuple[str, ...]
+
+
+def emit_nests(scop: Scop, program: LoopProgram, prefix: str, *, fast_math: bool = True,
+               threads: int | None = None) -> tuple[str, list[Nest]]:
+    """A module of its own defining each of ``program``'s parts as a function named
+    from ``prefix`` (unique across the modules of one kernel), hidden (another module's
+    kernel calls them); its text and the nests, in order."""
+    module = ir.Module(name=prefix)
+    symbolic = scop.symbolic_params
+    params = {name: ir.Constant(I64, value) for name, value in (scop.param_values or {}).items()}
+    found = []
+    for part in parts(program.root):
+        fn, arrays = _emit_part(module, part, program, params, symbolic, threads, fast_math,
+                                prefix)
+        found.append(Nest(fn.name, arrays))
+    if not fast_math:
+        _drop_fast_math(module)
+    names = {nest.name for nest in found}
+    lines = [line.replace("define internal ", "define hidden ", 1)
+             if line.startswith("define internal ") and _defined(line) in names else line
+             for line in str(module).split("\n")]
+    return "\n".join(lines), found
+
+
+def _defined(header: str) -> str:
+    """The name a ``define`` line defines (llvmlite quotes every name)."""
+    return header[header.index('@"') + 2:header.index('"(')]
 
 
 def _drop_fast_math(module: ir.Module) -> None:
@@ -144,8 +182,9 @@ def _extent_value(b: ir.IRBuilder, program: LoopProgram, extent: int | str, look
     return int_expr(b, program.extents[extent], lookup)
 
 
-def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...],
-            threads: int | None, profile: bool, fast_math: bool) -> ir.Function:
+def _kernel(module, scop: Scop, program: LoopProgram | None, arrays: tuple[str, ...],
+            threads: int | None, profile: bool, fast_math: bool,
+            nests: Sequence[Nest] | None) -> ir.Function:
     symbolic = scop.symbolic_params
     types = [PTR] * len(arrays) + [I64] * len(symbolic)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), types), name="polyc_kernel")
@@ -157,10 +196,20 @@ def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...],
     params.update(zip(symbolic, fn.args[len(arrays):]))
     emitter = _LoopEmitter(fn, pointers, program, params, threads=threads,
                            reassociate=fast_math)
-    nests = parts(program.root)
-    timers = Timers(module, len(nests), emitter.entry_alloca) if profile else None
-    for k, part in enumerate(nests):
-        part_fn, args = _emit_part(module, emitter, part, program, symbolic, threads)
+    if nests is not None:
+        for nest in nests:
+            types = [PTR] * len(nest.arrays) + [I64] * len(symbolic)
+            declared = ir.Function(module, ir.FunctionType(ir.VoidType(), types), name=nest.name)
+            emitter.builder.call(declared, [pointers[a] for a in nest.arrays]
+                                 + [params[p] for p in symbolic])
+        emitter.builder.ret_void()
+        return fn
+    nodes = parts(program.root)
+    timers = Timers(module, len(nodes), emitter.entry_alloca) if profile else None
+    for k, part in enumerate(nodes):
+        part_fn, arrays_of = _emit_part(module, part, program, params, symbolic, threads,
+                                        fast_math)
+        args = [pointers[a] for a in arrays_of] + [params[p] for p in symbolic]
         if timers is None:
             emitter.builder.call(part_fn, args)
         else:
@@ -169,20 +218,21 @@ def _kernel(module, scop: Scop, program: LoopProgram, arrays: tuple[str, ...],
     return fn
 
 
-def _emit_part(module: ir.Module, kernel: _LoopEmitter, node: isl.AstNode,
-               program: LoopProgram, symbolic: tuple[str, ...], threads: int | None
-               ) -> tuple[ir.Function, list[ir.Value]]:
-    """``node`` as ``void polyc_kernel.partN(ptr noalias arrays.., i64 symbolic..)``,
-    and the kernel's arguments for a call of it."""
+def _emit_part(module: ir.Module, node: isl.AstNode, program: LoopProgram,
+               kernel_params: Mapping[str, ir.Value], symbolic: tuple[str, ...],
+               threads: int | None, reassociate: bool, prefix: str = "polyc_kernel"
+               ) -> tuple[ir.Function, tuple[str, ...]]:
+    """``node`` as ``void <prefix>.partN(ptr noalias arrays.., i64 symbolic..)`` and the
+    memories it takes."""
     arrays = parallel.arrays_in(node, program)
-    fn = parallel.noalias_function(module, "polyc_kernel.part", arrays, symbolic)
-    params = dict(kernel.params)
+    fn = parallel.noalias_function(module, f"{prefix}.part", arrays, symbolic)
+    params = dict(kernel_params)
     params.update(zip(symbolic, fn.args[len(arrays):]))
     emitter = _LoopEmitter(fn, dict(zip(arrays, fn.args)), program, params, threads=threads,
-                           reassociate=kernel.reassociate)
+                           reassociate=reassociate)
     emitter.node(node)
     emitter.builder.ret_void()
-    return fn, [kernel.pointers[a] for a in arrays] + [kernel.params[p] for p in symbolic]
+    return fn, arrays
 
 
 def loop_hints(module: ir.Module, *, vectorize: bool = True) -> ir.MDValue:

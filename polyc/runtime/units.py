@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 # machine kind (mobilenetv3: 9.1 MB in 4.7 s), a unit costs a process and a parse.
 UNIT_BYTES = 1 << 20
 HUB = ("polyc_main", "polyc_kernel")
+_MODULE_HEAD = "; ModuleID = "
+_MODULE = re.compile(r"^; ModuleID = ", re.M)
 _SYMBOL = re.compile(r'@"((?:[^"\\]|\\.)*)"|@([-\w.$]+)')
 
 
@@ -41,7 +43,11 @@ class _Function:
 def split(llvm_ir: str, units: int) -> list[str]:
     """``llvm_ir`` as at most ``units`` module texts of balanced size, each at least
     :data:`UNIT_BYTES` but the one of the hub; ``[llvm_ir]`` when one unit is asked for
-    or the module is not of the expected form."""
+    or the module is not of the expected form. Text of several modules (the kernel's,
+    then those of nests generated apart) is those modules, as they are."""
+    modules = _MODULE.split(llvm_ir)
+    if len(modules) > 2:  # made as modules already (polyc.codegen.apart): those
+        return [_MODULE_HEAD + text for text in modules[1:]]
     units = min(units, len(llvm_ir) // UNIT_BYTES)
     if units < 2:
         return [llvm_ir]

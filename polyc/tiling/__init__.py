@@ -57,7 +57,8 @@ def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
     if not enabled:
         return scop, dataclasses.replace(result, decisions=result.decisions + ("tiling: off",))
     contractions = _contractions(scop, result.schedule, blockings, parallel)
-    attached = {c.statement.name: _neighbours(result.schedule, c, attachable(scop, c))
+    sequences = _sequences(result.schedule) if contractions else []
+    attached = {c.statement.name: _neighbours(sequences, c, attachable(scop, c))
                 for c, _ in contractions}
     skip = set(attached) | {a.statement.name for found in attached.values() for a in found}
     schedule, notes = program_order_reductions(scop, result.schedule, skip)
@@ -135,30 +136,34 @@ def _apply_recipe(scop: Scop, schedule: isl.Schedule,
     return scop, schedule, notes
 
 
-def _neighbours(schedule: isl.Schedule, c: Contraction, candidates: list[Attached]
-                ) -> list[Attached]:
-    """The candidates that are the children of the sequence right before (a prologue)
-    or right after (an epilogue) the contraction's own child: moving them into its
-    register tiles then passes no other statement."""
-    name = c.statement.name
-    found: list[Attached] = []
+def _sequences(schedule: isl.Schedule) -> list[list[set[str]]]:
+    """The statements of each child of each sequence node, top down."""
+    found: list[list[set[str]]] = []
 
     def visit(node: isl.ScheduleNode) -> bool:
-        if node.get_type() != isl.schedule_node_type.sequence:
-            return True
-        children = [statement_names(node.child(k).filter_get_filter())
-                    for k in range(node.n_children())]
-        if {name} not in children:
-            return True
-        at = children.index({name})
-        for a in candidates:
-            side = at - 1 if a.prologue else at + 1
-            if 0 <= side < len(children) and children[side] == {a.statement.name}:
-                found.append(a)
-        return False
+        if node.get_type() == isl.schedule_node_type.sequence:
+            found.append([statement_names(node.child(k).filter_get_filter())
+                          for k in range(node.n_children())])
+        return True
 
     schedule.get_root().foreach_descendant_top_down(visit)
     return found
+
+
+def _neighbours(sequences: list[list[set[str]]], c: Contraction, candidates: list[Attached]
+                ) -> list[Attached]:
+    """The candidates that are the children of the sequence right before (a prologue)
+    or right after (an epilogue) the contraction's own child (``sequences``: the
+    statements of each sequence's children, :func:`_sequences`): moving them into its
+    register tiles then passes no other statement."""
+    name = c.statement.name
+    for children in sequences:
+        if {name} in children:
+            at = children.index({name})
+            return [a for a in candidates
+                    if 0 <= (side := at - 1 if a.prologue else at + 1) < len(children)
+                    and children[side] == {a.statement.name}]
+    return []
 
 
 def _packed_by(packed) -> str:
