@@ -6,13 +6,14 @@ The cases are examples/mlp.onnx, the onnx package's light models and the PyTorch
 of benchmarks/models.py, and two generated chains of 1,000 and 10,000 elementwise ops
 over [64, 64] (benchmarks/graph_size.py's). Each case compiles (default options) in
 this process, from an .onnx file, into a compile cache of its own (a temporary
-folder): once cold, its time
-split into the pipeline's stages, then once more, which reads the cache. The table gives
-the cold time, its largest stages grouped (frontend + SCoP + inlining + dependences +
-fusion, schedule + legality, tiling + parallel, AST, LLVM IR, LLVM O3 + object, the
-rest), the cached compile (key, checks and read) plus the load into the process, and
-the number of statements after inlining; the JSON (default
-benchmarks/results/compile_time.json) has one row per case with every stage's time.
+folder), on the processes POLYC_JOBS allows (default: every CPU; polyc.workers): once
+cold, its time split into the pipeline's stages, then once more, which reads the
+cache. The table gives the cold time, its largest stages grouped (frontend + SCoP +
+inlining + dependences + fusion, schedule + legality, tiling + parallel, AST (with the
+IR of nests generated apart), LLVM IR, LLVM O3 + object, the rest), the cached compile
+(key, checks and read) plus the load into the process, and the number of statements
+after inlining; the JSON (default benchmarks/results/compile_time.json) has one row per
+case with every stage's time.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import onnx  # noqa: E402
 from harness import write_rows  # noqa: E402
 
 import polyc  # noqa: E402
+from polyc import workers  # noqa: E402
 from polyc.pipeline import build  # noqa: E402
 
 from real_models import LIGHT, TORCH  # noqa: E402
@@ -104,7 +106,7 @@ def main(argv=None) -> None:
         print(f"{name}: cold {rows[-1]['cold_s']:.2f} s, cached {rows[-1]['cached_s']:.3f} s",
               file=sys.stderr, flush=True)
     print_table(rows)
-    write_rows(args.json, {"polyc": polyc.__version__, "threads": "one (compiles are serial)"},
+    write_rows(args.json, {"polyc": polyc.__version__, "jobs": workers.jobs()},
                rows)
     print(f"wrote {args.json}")
 
