@@ -585,3 +585,24 @@ def test_full_register_tiles_are_unrolled_by_codegen(n):
     assert "llvm.masked" not in optimized and "<16 x float>" in optimized
     (got,) = compiled.run({"a": a}).values()
     np.testing.assert_allclose(got, a @ b, rtol=RTOL, atol=ATOL)
+
+
+def test_packed_constants_gathered_by_strides_equal_indexing():
+    """``packing._gathered`` (a strided view, padded with zeros where the panels reach
+    past the constant) against indexing with the positions themselves, on random
+    shapes, signs of strides and offsets reaching either side."""
+    from polyc.tiling.packing import _gathered
+
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        shape = tuple(int(n) for n in rng.integers(1, 5, size=rng.integers(2, 5)))
+        coefficients = [int(k) for k in rng.integers(-6, 7, size=len(shape))]
+        value = rng.standard_normal(int(rng.integers(1, 60))).astype(np.float32)
+        constant = int(rng.integers(-5, value.size + 5))
+        grid = np.indices(shape)
+        position = constant + np.tensordot(np.asarray(coefficients), grid, axes=1)
+        inside = (position >= 0) & (position < value.size)
+        expected = np.where(inside, value[np.clip(position, 0, value.size - 1)], 0)
+        got = _gathered(value, coefficients, constant, shape)
+        np.testing.assert_array_equal(np.where(inside, got, 0), expected)
+        assert got.shape == shape

@@ -88,3 +88,18 @@ def test_unknown_scheduler_and_policy_are_named(scop):
         schedule(scop, fuse(scop), scheduler="magic")
     with pytest.raises(PolycError, match="unknown fusion policy 'some'"):
         fuse(scop, policy="some")
+
+
+def test_dependences_checked_on_several_processes_name_the_violation(scop, monkeypatch):
+    """Checked apart (polyc.workers), a violated dependence is named as in one process."""
+    from polyc.scheduler import legality
+
+    monkeypatch.setattr(legality, "PARALLEL_DEPENDENCES", 1)
+    monkeypatch.setenv("POLYC_JOBS", "3")
+    bad = _schedule_from_map(scop, (
+        "{ S0_matmul_init[i, j] -> [0, i, j, 0]; S1_matmul_update[i, j, k] -> [1, i, j, -k];"
+        " S2_relu[i, j] -> [2, i, j, 0] }"))
+    with pytest.raises(IllegalScheduleError, match=r"S1_matmul_update -> S1_matmul_update"):
+        check_legality(scop, bad)
+    result = schedule(scop, fuse(scop, policy="smart"), scheduler="pluto")
+    check_legality(scop, result.schedule)

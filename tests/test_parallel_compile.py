@@ -219,3 +219,21 @@ def test_symbolic_and_profiled_programs_are_generated_in_one_piece(nests_apart):
     compiled = lower(symbolic, Options(threads=2, symbolic=("batch",), fuse="none"))
     assert len(compiled.groups.groups) >= 2 and compiled.scop.symbolic_params
     assert compiled.loops is not None
+
+
+def test_dependences_analysed_on_several_processes_are_the_same(monkeypatch):
+    from polyc.frontend import import_model
+    from polyc.scop import dependences
+    from polyc.scop.build import build_scop
+
+    scop = build_scop(import_model(convs()))
+    monkeypatch.setenv("POLYC_JOBS", "1")
+    one = dependences.compute_dependences(scop).dependences
+    monkeypatch.setattr(dependences, "PARALLEL_ARRAYS", 2)
+    monkeypatch.setenv("POLYC_JOBS", "3")
+    apart = dependences.compute_dependences(scop).dependences
+    assert len(one.by_array) >= 6 and one.by_array.keys() == apart.by_array.keys()
+    for got, want in zip((apart.raw, apart.war, apart.waw), (one.raw, one.war, one.waw)):
+        assert got.is_equal(want)
+    for array, relations in one.by_array.items():
+        assert all(a.is_equal(b) for a, b in zip(apart.by_array[array], relations))

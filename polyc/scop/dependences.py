@@ -31,7 +31,7 @@ from collections.abc import Collection, Mapping
 
 import islpy as isl
 
-from polyc import islserver
+from polyc import islserver, workers
 from polyc.islutil import (
     OverBudget,
     budget,
@@ -49,6 +49,8 @@ from polyc.scop.model import Dependences, Scop
 # budget), so such a SCoP is analysed in the isl server's child given SECONDS.
 OPERATIONS = 200_000_000
 SECONDS = 10.0
+# Arrays per process at least when the analysis runs on several (polyc.workers)
+PARALLEL_ARRAYS = 64
 
 
 def _flow(sink: isl.UnionMap, order: isl.UnionMap, *, must=None, may=None) -> isl.UnionFlow:
@@ -117,21 +119,56 @@ def _relations(reads: isl.UnionMap, writes: isl.UnionMap, order: isl.Schedule,
     times = {m.get_tuple_name(isl.dim_type.in_): isl.UnionMap.from_map(m)
              for m in union_maps(order.get_map())}
     reads_of, writes_of = _by_array(reads), _by_array(writes)
-    by_array = {}
+    work = {}
     for array, written in writes_of.items():
         if known and array in known:
-            by_array[array] = known[array]
             continue
         read = reads_of.get(array, isl.UnionMap.empty(written.get_space()))
         accessing = statement_names(written.domain().union(read.domain()))
-        local = united([times[name] for name in sorted(accessing)])
-        by_array[array] = (_flow(read, local, must=written).get_must_dependence(),
-                           _flow(written, local, may=read).get_may_dependence(),
-                           _flow(written, local, must=written).get_must_dependence())
+        work[array] = (read, written, accessing)
+
+    def analyse(arrays: list[str]) -> dict[str, Relations]:
+        found = {}
+        for array in arrays:
+            read, written, accessing = work[array]
+            local = united([times[name] for name in sorted(accessing)])
+            found[array] = (_flow(read, local, must=written).get_must_dependence(),
+                            _flow(written, local, may=read).get_may_dependence(),
+                            _flow(written, local, must=written).get_must_dependence())
+        return found
+
+    computed = _apart(analyse, work, reads.get_ctx())
+    by_array = {array: known[array] if known and array in known else computed[array]
+                for array in writes_of}
     empty = isl.UnionMap.empty(reads.get_space())
     raw, war, waw = (united([found[k] for found in by_array.values()]) if by_array else empty
                      for k in range(3))
     return raw, war, waw, by_array
+
+
+def _apart(analyse, work: Mapping[str, tuple], ctx: isl.Context) -> dict[str, Relations]:
+    """``analyse(arrays)`` for all of ``work``: in this process, or with several jobs
+    and at least PARALLEL_ARRAYS arrays a process, the arrays dealt out (most statements
+    first) to forked processes whose relations come back as text."""
+    jobs = min(workers.jobs(), len(work) // PARALLEL_ARRAYS)
+    if jobs < 2:
+        return analyse(list(work))
+    shares: list[list[str]] = [[] for _ in range(jobs)]
+    loads = [0] * jobs
+    for array in sorted(work, key=lambda a: -len(work[a][2])):
+        least = loads.index(min(loads))
+        shares[least].append(array)
+        loads[least] += len(work[array][2]) ** 2
+
+    def as_text(arrays: list[str]):
+        return lambda: {a: tuple(map(str, rel)) for a, rel in analyse(arrays).items()}
+
+    calls = [lambda: analyse(shares[0])] + [as_text(share) for share in shares[1:]]
+    found, *others = workers.run_all(calls, "dependence analysis")
+    for texts in others:
+        found.update({a: tuple(isl.UnionMap.read_from_str(ctx, t) for t in rel)
+                      for a, rel in texts.items()})
+    return found
 
 
 def _by_array(accesses: isl.UnionMap) -> dict[str, isl.UnionMap]:

@@ -247,13 +247,31 @@ def _packed_constant(scop: Scop, operand: Access, source: isl.Map, shape: tuple[
         return None
     array = scop.array(operand.array)
     coefficients, constant = offset
-    grid = np.indices(shape, dtype=np.int64)
     n_batch = len(shape) - 3 - len(c.inner)
-    inside = nr * grid[n_batch] + grid[-1] < c.extent("j")
-    position = np.tensordot(np.asarray(coefficients, dtype=np.int64), grid, axes=1) + constant
-    position = np.clip(position, 0, array.size - 1)  # in bounds where not ``inside``
+    panels, columns = np.arange(shape[n_batch]), np.arange(shape[-1])
+    inside = (nr * panels[:, None] + columns[None, :] < c.extent("j")).reshape(
+        [shape[n_batch]] + [1] * (len(shape) - n_batch - 2) + [shape[-1]])
     value = np.asarray(scop.constants[operand.array], dtype=np.dtype(array.dtype)).reshape(-1)
-    return np.where(inside, value[position], 0).astype(array.dtype)
+    return np.where(inside, _gathered(value, coefficients, constant, shape), 0).astype(
+        array.dtype)
+
+
+def _gathered(value: np.ndarray, coefficients: list[int], constant: int,
+              shape: tuple[int, ...]) -> np.ndarray:
+    """``value[constant + sum(coefficients * index)]`` at each index of ``shape``, as a
+    strided view (of a copy padded with zeros where that reaches outside ``value``: the
+    panels' columns past the last, masked off by the caller). vgg19's 19 packed
+    weights (548 MB) took 11.7 s gathered through index arrays."""
+    spans = [k * (n - 1) for k, n in zip(coefficients, shape)]
+    low = constant + sum(min(0, span) for span in spans)
+    high = constant + sum(max(0, span) for span in spans)
+    before, after = max(0, -low), max(0, high - (value.size - 1))
+    if before or after:
+        value = np.concatenate([np.zeros(before, value.dtype), value,
+                                np.zeros(after, value.dtype)])
+    start = value[constant + before:]
+    strides = [k * value.itemsize for k in coefficients]
+    return np.lib.stride_tricks.as_strided(start, shape=shape, strides=strides, writeable=False)
 
 
 def _small_growth(array: Array, shape: tuple[int, ...], c: Contraction) -> bool:
