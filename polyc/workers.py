@@ -16,11 +16,14 @@ import pickle
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from polyc.errors import PolycError
+
+POLL_SECONDS = 0.005  # how often run_queued looks for a child that has ended
 
 
 def jobs() -> int:
@@ -59,6 +62,41 @@ def run_all(calls: Sequence[Callable[[], Any]], what: str) -> list[Any]:
     return [first, *outcomes]
 
 
+def run_queued(calls: Sequence[Callable[[], Any]], what: str) -> list[Any]:
+    """The results of ``calls``, each in a forked child, at most :func:`jobs` at once,
+    in the order given (put the longest first): many small pieces keep every core busy
+    to the end, where one process per core waits for its slowest piece."""
+    limit = jobs()
+    if len(calls) < 2 or limit < 2:
+        return [call() for call in calls]
+    outcomes: dict[int, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="polyc-jobs-") as folder:
+        paths = [Path(folder, f"result{k}") for k in range(len(calls))]
+        running: dict[int, int] = {}  # pid -> call
+        waiting = list(range(len(calls)))
+        try:
+            while waiting or running:
+                while waiting and len(running) < limit:
+                    k = waiting.pop(0)
+                    running[_fork(calls[k], paths[k])] = k
+                # (each of ours by its pid: os.wait would reap others' children too)
+                ended = [(pid, status) for pid in list(running)
+                         for done, status in [os.waitpid(pid, os.WNOHANG)] if done]
+                for pid, status in ended:
+                    k = running.pop(pid)
+                    outcomes[k] = _outcome(status, paths[k], what)
+                if not ended:
+                    time.sleep(POLL_SECONDS)
+        finally:
+            for pid in running:  # (only after an interrupt) no orphan keeps working
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+    for k in range(len(calls)):
+        if isinstance(outcomes[k], BaseException):
+            raise outcomes[k]
+    return [outcomes[k] for k in range(len(calls))]
+
+
 def _fork(call: Callable[[], Any], path: Path) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
@@ -88,6 +126,12 @@ def _picklable(error: BaseException) -> BaseException:
 def _wait(pid: int, path: Path, what: str) -> Any:
     """A child's result, or the exception it raised or that its end makes."""
     _, status = os.waitpid(pid, 0)
+    return _outcome(status, path, what)
+
+
+def _outcome(status: int, path: Path, what: str) -> Any:
+    """What a child that ended with ``status`` left in ``path``: its result, or the
+    exception it raised or that its end makes."""
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         try:
@@ -99,5 +143,5 @@ def _wait(pid: int, path: Path, what: str) -> Any:
         _, value = pickle.loads(path.read_bytes())
     except (OSError, EOFError, pickle.UnpicklingError) as error:
         return PolycError(f"{what}: a worker process ended without its result "
-                            f"(exit status {os.waitstatus_to_exitcode(status)}, {error})")
+                          f"(exit status {os.waitstatus_to_exitcode(status)}, {error})")
     return value

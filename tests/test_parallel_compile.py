@@ -67,7 +67,7 @@ def test_a_split_module_runs_as_one_unit_does(small_units, tmp_path, monkeypatch
     inputs = random_inputs(model, seed=4)
     compilation = lower(model, Options(threads=2))
     split = native_code(compilation)
-    assert len(split.code.objects) == 3
+    assert len(split.code.objects) > 2
     monkeypatch.setenv("POLYC_JOBS", "1")
     whole = native_code(compilation)
     assert len(whole.code.objects) == 1
@@ -86,11 +86,13 @@ def test_the_compile_cache_keeps_every_object(small_units, tmp_path, monkeypatch
     model = convs()
     inputs = random_inputs(model, seed=5)
     first = polyc.pipeline.build(model, threads=2, cache=True)
-    assert len(first.native.code.objects) == 3 and not first.cached
+    count = len(first.native.code.objects)
+    assert count > 2 and not first.cached
     again = polyc.pipeline.build(model, threads=2, cache=True)
     assert again.cached and again.native.code.objects == first.native.code.objects
     (entry,) = (tmp_path / "cache").glob(f"entries-{cache.FORMAT}/*")
-    assert {p.name for p in entry.glob("object*.o")} == {"object.o", "object1.o", "object2.o"}
+    assert {p.name for p in entry.glob("object*.o")} == {
+        "object.o", *(f"object{k}.o" for k in range(1, count))}
     expected = first.loaded().run(inputs)
     for name, value in again.loaded().run(inputs).items():
         np.testing.assert_array_equal(value, expected[name])
@@ -143,7 +145,7 @@ def test_one_job_runs_in_this_process(monkeypatch):
 def test_seconds_of_a_split_module_are_wall_clock(small_units):
     code = native.emit_object(lower(convs(), Options(threads=2)).llvm_ir,
                               {"entry": "polyc_main", "format": "polyc-1"})
-    assert len(code.objects) == 3
+    assert len(code.objects) > 2
     assert set(code.seconds) == {"parse", "optimize", "object"}
     assert all(value >= 0 for value in code.seconds.values())
 
@@ -237,3 +239,32 @@ def test_dependences_analysed_on_several_processes_are_the_same(monkeypatch):
         assert got.is_equal(want)
     for array, relations in one.by_array.items():
         assert all(a.is_equal(b) for a, b in zip(apart.by_array[array], relations))
+
+
+def test_queued_calls_run_at_most_jobs_at_once_and_keep_their_order(monkeypatch, tmp_path):
+    monkeypatch.setenv("POLYC_JOBS", "2")
+
+    def call(k):
+        def run():
+            mark = tmp_path / f"running-{os.getpid()}"
+            mark.touch()
+            seen = len(list(tmp_path.glob("running-*")))
+            import time
+            time.sleep(0.05)
+            mark.unlink()
+            return k, seen, os.getpid()
+        return run
+
+    results = workers.run_queued([call(k) for k in range(6)], "test")
+    assert [k for k, _, _ in results] == list(range(6))
+    assert max(seen for _, seen, _ in results) <= 2
+    assert os.getpid() not in {pid for _, _, pid in results}
+
+    def fails():
+        raise CodegenError("LLVM could not emit code: out of registers")
+
+    with pytest.raises(CodegenError, match="out of registers"):
+        workers.run_queued([call(0), fails, call(1)], "LLVM")
+    if workers.jobs() > 1:
+        with pytest.raises(PolycError, match=r"died of signal 9"):
+            workers.run_queued([call(0), lambda: os.kill(os.getpid(), signal.SIGKILL)], "LLVM")

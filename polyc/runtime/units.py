@@ -44,10 +44,13 @@ def split(llvm_ir: str, units: int) -> list[str]:
     """``llvm_ir`` as at most ``units`` module texts of balanced size, each at least
     :data:`UNIT_BYTES` but the one of the hub; ``[llvm_ir]`` when one unit is asked for
     or the module is not of the expected form. Text of several modules (the kernel's,
-    then those of nests generated apart) is those modules, as they are."""
+    then those of nests generated apart) is those modules, each split into pieces of
+    about the size of one of ``units`` equal parts of the whole."""
     modules = _MODULE.split(llvm_ir)
-    if len(modules) > 2:  # made as modules already (polyc.codegen.apart): those
-        return [_MODULE_HEAD + text for text in modules[1:]]
+    if len(modules) > 2:  # made as modules already (polyc.codegen.apart): each split
+        texts = [_MODULE_HEAD + text for text in modules[1:]]  # into pieces of the mean
+        size = max(UNIT_BYTES, len(llvm_ir) // units)
+        return [piece for text in texts for piece in split(text, round(len(text) / size))]
     units = min(units, len(llvm_ir) // UNIT_BYTES)
     if units < 2:
         return [llvm_ir]
