@@ -285,6 +285,18 @@ def _lane_by_lane(instance, iterator: str) -> bool:
                for k, guard in enumerate(instance.guards))
 
 
+def _most_iterations(init: isl.AstExpr, last: isl.AstExpr) -> int | None:
+    """The most times ``for (c = init; c <= last; c++)`` runs when ``last`` is a min
+    with a term a constant from ``init`` (a tile's rows ``6 * c5 .. min(11, 6 * c5 + 5)``),
+    else None."""
+    if last.get_type() != isl.ast_expr_type.op or \
+            last.op_get_type() != isl.ast_expr_op_type.min:
+        return None
+    spans = [vector.difference(last.op_get_arg(k), init) for k in range(last.op_get_n_arg())]
+    known = [span for span in spans if span is not None]
+    return min(known) + 1 if known and min(known) >= 0 else None
+
+
 def _contains_loop(node: isl.AstNode) -> bool:
     """Whether ``node`` is a loop or has one below it."""
     return node.get_type() == isl.ast_node_type.for_ or any(
@@ -379,28 +391,37 @@ class _LoopEmitter:
         self.loop(node, self.int_value(node.for_get_init()))
 
     def _unrolled_trips(self, node: isl.AstNode) -> int | None:
-        """The trip count of a loop that an unroll mark names, when it is a constant (a
-        full register tile's rows or vectors of a row), else None."""
+        """The trip count of a loop that an unroll mark names when it is a constant (a
+        full register tile's rows or vectors of a row), or at most one (a bound
+        ``min(N, first + c)``: those copies are guarded), else None."""
         if not self.unrolled or self.vector or node.get_type() != isl.ast_node_type.for_:
             return None
         loop = vector.unit_loop(node)
         if loop is None or loop[0] not in self.unrolled:
             return None
-        return vector.iterations(loop[1], loop[2])
+        return vector.iterations(loop[1], loop[2]) or _most_iterations(loop[1], loop[2])
 
     def unrolled_loop(self, node: isl.AstNode) -> None:
         """The body of a loop of constant trip count once per iteration, its iterator a
-        constant offset from the first value in each copy."""
+        constant offset from the first value in each copy; of a trip count only bounded,
+        as many copies as the bound, each run if its value is within the loop's."""
         b = self.builder
         name, init, last = vector.unit_loop(node)
         slot = self._iterator_slot(name)
         first, form = self.int_value(init), vector.linear(init, self.known)
+        exact = vector.iterations(init, last) is not None
+        bound = None if exact else self.int_value(last)
         self.scope.append(name)
-        for k in range(vector.iterations(init, last)):
-            b.store(b.add(first, ir.Constant(I64, k)) if k else first, slot)
+        for k in range(self._unrolled_trips(node)):
+            value = b.add(first, ir.Constant(I64, k)) if k else first
+            b.store(value, slot)
             if form is not None:
                 self.known[name] = {**form, "": form.get("", 0) + k}
-            self.node(node.for_get_body())
+            if exact:
+                self.node(node.for_get_body())
+            else:
+                with b.if_then(b.icmp_signed("<=", value, bound)):
+                    self.node(node.for_get_body())
         self.known.pop(name, None)
         self.scope.pop()
 
