@@ -26,7 +26,7 @@ from polyc.scop.dependences import compute_dependences
 from polyc.scop.model import Scop
 from polyc.tiling.borders import split_borders
 from polyc.tiling.cache import host_caches
-from polyc.tiling.contraction import Contraction, match_contraction
+from polyc.tiling.contraction import Contraction, byte_dot, match_contraction
 from polyc.tiling.epilogue import Attached, attachable
 from polyc.tiling.hoist import hoist_single_iterations
 from polyc.tiling.microkernel import (
@@ -127,10 +127,13 @@ def _apply_recipe(scop: Scop, schedule: isl.Schedule,
 
     moved = {a.statement.name for found in attached.values() for a in found}
     schedule = rebuild(schedule, replace, extend, moved)
-    full = {}
+    full, bytes_ = {}, set()
     for name, (packed, block) in packs.items():
-        full.update(full_tiles(packed.contraction, block, attached[name]))
-    schedule = isolate_full_tiles(schedule, full)
+        tiles = full_tiles(packed.contraction, block, attached[name])
+        full.update(tiles)
+        if byte_dot(packed.contraction.statement.body):
+            bytes_ |= set(tiles)
+    schedule = isolate_full_tiles(schedule, full, frozenset(bytes_))
     notes = [f"contraction {name}: {_packed_by(packed)}, {block}"
              f"{_attached_note(attached[name])}" for name, (packed, block) in packs.items()]
     return scop, schedule, notes

@@ -112,7 +112,7 @@ def match_contraction(scop: Scop, band: isl.ScheduleNode) -> Contraction | None:
     statement = scop.statement(statements[0].get_tuple_name())
     operands = _operands(statement)
     dtype = scop.array(statement.write.array).dtype
-    if dtype not in (("int32",) if _byte_dot(statement.body) else ("float32", "float64")):
+    if dtype not in (("int32",) if byte_dot(statement.body) else ("float32", "float64")):
         return None  # the register tile and packing are float code, or byte dot products
     extents = _box_extents(scop, statement.domain)
     if operands is None or extents is None:
@@ -205,7 +205,7 @@ def _operands(statement: Statement) -> tuple[int, int] | None:
     return None
 
 
-def _byte_dot(body) -> bool:
+def byte_dot(body) -> bool:
     """The body is ``acc + dot4(a0, a1, a2, a3, w)`` (an int8 product's words)."""
     return isinstance(body, Call) and body.fn == "add" and any(
         isinstance(arg, Call) and arg.fn == "dot4" for arg in body.args)
