@@ -44,6 +44,18 @@ def jobs() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
+def deal(weights: Sequence[float], shares: int) -> list[list[int]]:
+    """The indices of ``weights`` dealt out to ``shares`` lists, heaviest first, each to
+    the lightest share so far (in the order dealt)."""
+    dealt: list[list[int]] = [[] for _ in range(shares)]
+    loads = [0.0] * shares
+    for k in sorted(range(len(weights)), key=lambda k: -weights[k]):
+        least = loads.index(min(loads))
+        dealt[least].append(k)
+        loads[least] += weights[k]
+    return dealt
+
+
 def run_all(calls: Sequence[Callable[[], Any]], what: str) -> list[Any]:
     """The results of ``calls``, the first run in this process and each other in a
     forked child; ``what`` names the work in errors."""

@@ -93,14 +93,8 @@ def generate_apart(scop: Scop, schedule: isl.Schedule, storage: Mapping[str, str
 
 def _deal(groups: Sequence[isl.UnionSet], jobs: int) -> list[list[int]]:
     """The groups' indices dealt out to ``jobs`` shares, largest first (by statements)."""
-    sizes = [len(statement_names(g)) for g in groups]
-    shares: list[list[int]] = [[] for _ in range(jobs)]
-    loads = [0] * jobs
-    for k in sorted(range(len(groups)), key=lambda k: -sizes[k]):
-        least = loads.index(min(loads))
-        shares[least].append(k)
-        loads[least] += sizes[k]
-    return [sorted(share) for share in shares]
+    return [sorted(share) for share in
+            workers.deal([len(statement_names(g)) for g in groups], jobs)]
 
 
 def _share_call(scop: Scop, schedule: isl.Schedule, storage: Mapping[str, str],

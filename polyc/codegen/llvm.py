@@ -85,19 +85,11 @@ def emit_nests(scop: Scop, program: LoopProgram, prefix: str, *, fast_math: bool
     for part in parts(program.root):
         fn, arrays = _emit_part(module, part, program, params, symbolic, threads, fast_math,
                                 prefix)
+        fn.linkage = "hidden"  # (llvmlite prints it where IR takes a visibility)
         found.append(Nest(fn.name, arrays))
     if not fast_math:
         _drop_fast_math(module)
-    names = {nest.name for nest in found}
-    lines = [line.replace("define internal ", "define hidden ", 1)
-             if line.startswith("define internal ") and _defined(line) in names else line
-             for line in str(module).split("\n")]
-    return "\n".join(lines), found
-
-
-def _defined(header: str) -> str:
-    """The name a ``define`` line defines (llvmlite quotes every name)."""
-    return header[header.index('@"') + 2:header.index('"(')]
+    return str(module), found
 
 
 def _drop_fast_math(module: ir.Module) -> None:

@@ -82,12 +82,7 @@ def _schedule_groups(scop: Scop, groups: FusionGroups, scheduler: GroupScheduler
             found.append(scheduler(scop, group, groups.policy))
             progress.step(k + 1, count)
         return found
-    shares: list[list[int]] = [[] for _ in range(jobs)]
-    loads = [0] * jobs
-    for k in sorted(range(count), key=lambda k: -len(groups.groups[k])):  # largest first
-        least = loads.index(min(loads))
-        shares[least].append(k)
-        loads[least] += len(groups.groups[k]) ** 2
+    shares = workers.deal([len(group) ** 2 for group in groups.groups], jobs)
 
     def share(indices: list[int], report: bool):
         def run():

@@ -153,12 +153,9 @@ def _apart(analyse, work: Mapping[str, tuple], ctx: isl.Context) -> dict[str, Re
     jobs = min(workers.jobs(), len(work) // PARALLEL_ARRAYS)
     if jobs < 2:
         return analyse(list(work))
-    shares: list[list[str]] = [[] for _ in range(jobs)]
-    loads = [0] * jobs
-    for array in sorted(work, key=lambda a: -len(work[a][2])):
-        least = loads.index(min(loads))
-        shares[least].append(array)
-        loads[least] += len(work[array][2]) ** 2
+    arrays = list(work)
+    shares = [[arrays[k] for k in share]
+              for share in workers.deal([len(work[a][2]) ** 2 for a in arrays], jobs)]
 
     def as_text(arrays: list[str]):
         return lambda: {a: tuple(map(str, rel)) for a, rel in analyse(arrays).items()}
