@@ -111,7 +111,8 @@ def test_small_modules_stay_one_unit(monkeypatch):
     assert units.split(llvm_ir, 4) == [llvm_ir]
 
 
-def test_an_error_in_a_worker_reaches_the_caller():
+def test_an_error_in_a_worker_reaches_the_caller(monkeypatch):
+    monkeypatch.setenv("POLYC_JOBS", "2")
     def fails():
         raise CodegenError("LLVM could not emit code: out of registers")
 
@@ -119,8 +120,8 @@ def test_an_error_in_a_worker_reaches_the_caller():
         workers.run_all([lambda: 1, fails], "LLVM")
 
 
-@pytest.mark.skipif(workers.jobs() < 2, reason="one job runs in this process")
-def test_a_worker_that_dies_is_an_error_naming_its_signal():
+def test_a_worker_that_dies_is_an_error_naming_its_signal(monkeypatch):
+    monkeypatch.setenv("POLYC_JOBS", "2")
     def dies():
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -265,6 +266,5 @@ def test_queued_calls_run_at_most_jobs_at_once_and_keep_their_order(monkeypatch,
 
     with pytest.raises(CodegenError, match="out of registers"):
         workers.run_queued([call(0), fails, call(1)], "LLVM")
-    if workers.jobs() > 1:
-        with pytest.raises(PolycError, match=r"died of signal 9"):
-            workers.run_queued([call(0), lambda: os.kill(os.getpid(), signal.SIGKILL)], "LLVM")
+    with pytest.raises(PolycError, match=r"died of signal 9"):
+        workers.run_queued([call(0), lambda: os.kill(os.getpid(), signal.SIGKILL)], "LLVM")
