@@ -42,7 +42,7 @@ CHAINS = {"chain1000": 1000, "chain10000": 10000}
 CASES = ["mlp", *LIGHT, *TORCH, *CHAINS]
 GROUPS = {  # the table's columns: stages of polyc.pipeline, grouped
     "front": ("frontend", "scop", "inline", "dependences", "fusion", "parameters"),
-    "schedule": ("schedule", "legality"),
+    "schedule": ("schedule", "legality", "legality wait"),
     "tiling": ("tiling", "parallel", "in place"),
     "ast": ("ast", "nests"),  # nests: AST and LLVM IR of the nests, on several processes
     "llvm IR": ("llvm", "buffers"),

@@ -139,6 +139,29 @@ def band_above(node: isl.ScheduleNode) -> bool:
     return False
 
 
+def outer_schedule(node: isl.ScheduleNode, domain: isl.UnionSet | None = None
+                   ) -> isl.UnionMap:
+    """The prefix schedule of ``node`` (the flat product of the band members above it)
+    on ``domain`` (default: the instances reaching ``node``), as
+    ``get_prefix_schedule_union_map().intersect_domain(domain)``, but made from the
+    bands above alone: isl's intersects the whole tree's domain with each filter on
+    the way down, which took densenet121's 121 register tiles 0.43 s."""
+    if domain is None:
+        domain = node.get_domain()
+    rows = []
+    while node.has_parent():
+        node = node.parent()
+        if node.get_type() == isl.schedule_node_type.band:
+            rows.append(node.band_get_partial_schedule_union_map().intersect_domain(domain))
+    if not rows:
+        nothing = isl.Set.universe(isl.Space.set_alloc(domain.get_ctx(), 0, 0))
+        return isl.UnionMap.from_domain_and_range(domain, isl.UnionSet.from_set(nothing))
+    result = rows.pop()
+    while rows:
+        result = result.flat_range_product(rows.pop())
+    return result
+
+
 def row_space(domain: isl.Set) -> isl.Space:
     """The space of one band member's schedule of the statement whose instances are
     ``domain`` (what ``UnionPwAff.extract_pw_aff`` takes: given the set's own space it

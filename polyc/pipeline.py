@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from polyc import __version__, config, progress
+from polyc import __version__, config, progress, workers
 from polyc.codegen.apart import Apart, apart_possible, generate_apart
 from polyc.codegen.ast import LoopProgram, build_ast, parts
 from polyc.codegen.inplace import storage, write_in_place
@@ -274,17 +274,33 @@ def _loops(scop: Scop, scheduled: ScheduleResult, options: Options, stages: _Sta
                                  size=options.tile_size, blocking=options.blocking,
                                  parallel=options.threads != 1)
     scheduled = stages.run("parallel", parallelize, scop, scheduled, threads=options.threads)
+    checking = None
     if options.check and (options.tile or options.threads != 1):
-        stages.run("legality", check_legality, scop, scheduled.schedule)
+        # on another process while in place and the nests go on (densenet121: 1.2 s);
+        # an illegal schedule is the error reported, whatever else then fails
+        checked, schedule = scop, scheduled.schedule
+        checking = workers.Background(lambda: check_legality(checked, schedule),
+                                      "legality check")
+    try:
+        scop, in_place, program = _generated(scop, scheduled, options, stages)
+    finally:
+        if checking is not None:
+            checking.wait()
+            stages.times.append(("legality wait", checking.waited))
+    return scop, scheduled, in_place, program
+
+
+def _generated(scop: Scop, scheduled: ScheduleResult, options: Options, stages: _Stages):
+    """In place and the loops: the AST, or the nests generated apart."""
     scop, in_place = stages.run("in place", write_in_place, scop, scheduled.schedule)
     if not options.profile and apart_possible(scop, scheduled.schedule):
         apart = stages.run("nests", generate_apart, scop, scheduled.schedule,
                            storage(in_place), fast_math=options.fast_math,
                            threads=options.threads)
         if apart is not None:
-            return scop, scheduled, in_place, apart
+            return scop, in_place, apart
     program = stages.run("ast", build_ast, scop, scheduled.schedule, storage(in_place))
-    return scop, scheduled, in_place, program
+    return scop, in_place, program
 
 
 def _emit(scop: Scop, program: LoopProgram | Apart, plan: BufferPlan, options: Options

@@ -109,6 +109,42 @@ def run_queued(calls: Sequence[Callable[[], Any]], what: str) -> list[Any]:
     return [outcomes[k] for k in range(len(calls))]
 
 
+class Background:
+    """A call running in a forked child while this process goes on (with one job, or
+    without fork, it has run already): :meth:`wait` returns its result or raises its
+    exception. Wait for it before the process ends (an object never waited for leaves
+    a zombie child until then)."""
+
+    def __init__(self, call: Callable[[], Any], what: str):
+        self.what = what
+        self._outcome: Any = None
+        self._pid: int | None = None
+        if jobs() < 2:
+            try:
+                self._outcome = call()
+            except BaseException as error:
+                self._outcome = error
+            return
+        self._folder = tempfile.TemporaryDirectory(prefix="polyc-jobs-")
+        self._path = Path(self._folder.name, "result")
+        self._pid = _fork(call, self._path)
+
+    def wait(self) -> Any:
+        """The call's result (raises what it raised); the seconds waited are
+        :attr:`waited`."""
+        start = time.perf_counter()
+        if self._pid is not None:
+            try:
+                self._outcome = _wait(self._pid, self._path, self.what)
+            finally:
+                self._pid = None
+                self._folder.cleanup()
+        self.waited = time.perf_counter() - start
+        if isinstance(self._outcome, BaseException):
+            raise self._outcome
+        return self._outcome
+
+
 def _fork(call: Callable[[], Any], path: Path) -> int:
     sys.stdout.flush()
     sys.stderr.flush()

@@ -268,3 +268,50 @@ def test_queued_calls_run_at_most_jobs_at_once_and_keep_their_order(monkeypatch,
         workers.run_queued([call(0), fails, call(1)], "LLVM")
     with pytest.raises(PolycError, match=r"died of signal 9"):
         workers.run_queued([call(0), lambda: os.kill(os.getpid(), signal.SIGKILL)], "LLVM")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_background_call_returns_or_raises_what_the_call_did(monkeypatch, jobs):
+    monkeypatch.setenv("POLYC_JOBS", jobs)
+    running = workers.Background(os.getpid, "test")
+    assert (running.wait() == os.getpid()) == (jobs == "1")  # a child with two jobs
+    assert running.waited >= 0
+
+    def fails():
+        raise CodegenError("LLVM could not emit code: out of registers")
+
+    with pytest.raises(CodegenError, match="out of registers"):
+        workers.Background(fails, "LLVM").wait()
+    if jobs == "2":  # (with one job, the call runs in this process)
+        with pytest.raises(PolycError, match=r"legality check: a worker process died of signal 9"):
+            workers.Background(lambda: os.kill(os.getpid(), signal.SIGKILL),
+                               "legality check").wait()
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_tiled_schedules_legality_error_is_reported_before_a_later_failure(monkeypatch,
+                                                                              jobs):
+    """The tiled schedule is checked on another process while in place and code
+    generation go on: when it is illegal, that is the error the compile raises, even
+    if a later stage fails meanwhile (an illegal schedule can make it fail)."""
+    from polyc import pipeline
+    from polyc.errors import IllegalScheduleError
+
+    monkeypatch.setenv("POLYC_JOBS", jobs)
+    calls = []
+
+    def check(scop, schedule):  # the SCoP's own schedule passes, the tiled one not
+        calls.append(1)
+        if len(calls) > 1:
+            raise IllegalScheduleError("RAW dependence S1 -> S2 is not respected")
+
+    def in_place(scop, schedule):
+        raise CodegenError("in place: a buffer is read after it is written")
+
+    monkeypatch.setattr(pipeline, "check_legality", check)
+    monkeypatch.setattr(pipeline, "write_in_place", in_place)
+    with pytest.raises(IllegalScheduleError, match="S1 -> S2 is not respected"):
+        lower(convs(), Options(threads=2))
+    monkeypatch.setattr(pipeline, "check_legality", lambda scop, schedule: None)
+    with pytest.raises(CodegenError, match="read after it is written"):
+        lower(convs(), Options(threads=2))

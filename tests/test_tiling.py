@@ -338,3 +338,37 @@ def test_a_statement_run_once_in_a_loop_goes_before_it_when_legal(last):
     np.testing.assert_array_equal(got["C"], want)
     if last:
         np.testing.assert_array_equal(got["D"], b[:, -1])
+
+
+def test_outer_schedule_is_isls_prefix_schedule_at_every_node():
+    """islutil.outer_schedule (made from the bands above a node) equals isl's prefix
+    schedule restricted to the node's instances, or to a part of them, on a tree with
+    nested bands, a sequence under a band, marks and a statement under no band."""
+    import islpy as isl
+
+    from polyc.islutil import outer_schedule
+    tree = isl.Schedule(
+        '{ domain: "[N] -> { A[i, j] : 0 <= i, j < N; B[i] : 0 <= i < N; C[k] : 0 <= k < 4 }", '
+        'child: { sequence: [ { filter: "{ A[i, j]; B[i] }", '
+        'child: { schedule: "[{ A[i, j] -> [(i)]; B[i] -> [(i)] }]", '
+        'child: { mark: "outer", child: { sequence: [ { filter: "{ A[i, j] }", '
+        'child: { schedule: "[{ A[i, j] -> [(j)] }, { A[i, j] -> [(i + j)] }]" } }, '
+        '{ filter: "{ B[i] }" } ] } } } }, { filter: "{ C[k] }" } ] } }')
+    checked = []
+
+    def visit(node: isl.ScheduleNode) -> bool:
+        domain = node.get_domain()
+        some = isl.UnionSet("[N] -> { A[i, j] : i = 1; C[k] : k < 2 }")
+        for part in (domain, domain.intersect(some)):
+            expected = node.get_prefix_schedule_union_map().intersect_domain(part)
+            assert outer_schedule(node, part).is_equal(expected), node
+        checked.append(str(node.get_type()))
+        return True
+
+    tree.get_root().foreach_descendant_top_down(visit)
+    assert len(checked) == 13  # every node, the three leaves included
+    leaf_of_a = tree.get_root()
+    for _ in range(8):  # sequence, filter, band, mark, sequence, filter, band, leaf
+        leaf_of_a = leaf_of_a.child(0)
+    assert outer_schedule(leaf_of_a).is_equal(isl.UnionMap(
+        "[N] -> { A[i, j] -> [i, j, i + j] : 0 <= i, j < N }"))

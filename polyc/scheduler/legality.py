@@ -13,7 +13,7 @@ import islpy as isl
 from polyc import workers
 from polyc.codegen.parallel import MARK as PARALLEL_MARK
 from polyc.errors import IllegalScheduleError
-from polyc.islutil import statement_names, union_maps
+from polyc.islutil import outer_schedule, statement_names, union_maps
 from polyc.scop.model import Dependences, Scop
 
 
@@ -160,7 +160,7 @@ class _ParallelLoop:
                                        "not a band")
         self.domain = band.get_domain()
         self.statements = set(statement_names(self.domain))
-        outer = band.get_prefix_schedule_union_map().intersect_domain(self.domain)
+        outer = outer_schedule(band, self.domain)
         self.loop = isl.UnionMap.from_union_pw_aff(band.band_get_partial_schedule().get_at(0))
         self.same_outer = outer.apply_range(outer.reverse())
         self.same_iteration = self.loop.apply_range(self.loop.reverse())

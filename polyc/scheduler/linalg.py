@@ -35,12 +35,22 @@ def _echelon(matrix: list[list[Fraction]]) -> tuple[list[int], list[list[Fractio
         if pivot is None:
             continue
         rows.remove(pivot)
-        pivot = [v / pivot[col] for v in pivot]
-        rows = [[a - r[col] * b for a, b in zip(r, pivot)] for r in rows]
-        result = [[a - r[col] * b for a, b in zip(r, pivot)] for r in result]
+        if pivot[col] != 1:
+            pivot = [v / pivot[col] for v in pivot]
+        rows = [_eliminate(r, pivot, col) for r in rows]
+        result = [_eliminate(r, pivot, col) for r in result]
         result.append(pivot)
         pivots.append(col)
     return pivots, result
+
+
+def _eliminate(row: list[Fraction], pivot: list[Fraction], col: int) -> list[Fraction]:
+    """``row`` minus the multiple of ``pivot`` (1 at ``col``) that zeroes its ``col``;
+    the rows of schedules are mostly zeros and ones, so most need no arithmetic."""
+    factor = row[col]
+    if factor == 0:
+        return row
+    return [a - factor * b if b else a for a, b in zip(row, pivot)]
 
 
 def left_solve(matrix: list[list[int]], vector: list[int]) -> list[Fraction] | None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import islpy as isl
 
 from polyc.frontend.core import Call, Const
-from polyc.islutil import band_above, box, flat_offset, union_maps, union_sets
+from polyc.islutil import band_above, box, flat_offset, outer_schedule, union_maps, union_sets
 from polyc.scop.model import Load, Scop, Statement
 from polyc.tiling.order import access_coefficients, band_rows, moving_dims
 
@@ -156,8 +156,7 @@ def _outer_dims(band: isl.ScheduleNode, statement: Statement) -> tuple[int, ...]
     statements: none (the recipe's band is all their loops)."""
     if not statement.recurrent:
         return ()
-    prefix = band.get_prefix_schedule_union_map().intersect_domain(
-        isl.UnionSet.from_set(statement.domain))
+    prefix = outer_schedule(band, isl.UnionSet.from_set(statement.domain))
     maps = union_maps(prefix)
     rows = band_rows(maps[0]) if len(maps) == 1 else None
     if not rows:

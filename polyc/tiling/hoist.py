@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import islpy as isl
 
-from polyc.islutil import items, map_bottom_up, statement_names, union_of
+from polyc.islutil import items, map_bottom_up, outer_schedule, statement_names, union_of
 from polyc.scop.model import Scop
 
 
@@ -97,7 +97,7 @@ def _depends_on_the_loop(scop: Scop, node: isl.ScheduleNode, rest: isl.UnionSet,
                          hoisted: isl.UnionSet) -> bool:
     """Whether an instance of ``hoisted`` depends on one of ``rest`` under the same
     outer loops (it must then stay after it)."""
-    outer = node.get_prefix_schedule_union_map()
+    outer = outer_schedule(node)
     same_outer = outer.apply_range(outer.reverse())
     into = (scop.dependences.all.intersect_domain(rest).intersect_range(hoisted)
             .intersect(same_outer))

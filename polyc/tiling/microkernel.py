@@ -43,7 +43,7 @@ from polyc.codegen.vector import REGISTER_TILE as REGISTER_MARK
 from polyc.codegen.vector import UNROLL as UNROLL_MARK
 from polyc.errors import PolycError
 from polyc.frontend.ops.conv import ends_in_half_vector
-from polyc.islutil import multi_union, param_aff, statement_names, variable
+from polyc.islutil import multi_union, outer_schedule, param_aff, statement_names, variable
 from polyc.tiling.cache import FLOAT_BYTES, Caches
 from polyc.tiling.contraction import Contraction
 from polyc.tiling.epilogue import Attached
@@ -455,7 +455,7 @@ def isolate_full_tiles(schedule: isl.Schedule, full: dict[str, isl.Set],
         band = node.child(0)
         (name,) = statement_names(band.get_domain())
         instances = isl.UnionSet.from_set(full[name])
-        prefix = band.get_prefix_schedule_union_map().intersect_domain(instances)
+        prefix = outer_schedule(band, instances)
         members = band.band_get_partial_schedule_union_map().intersect_domain(instances)
         pairs = isl.Map.from_union_map(prefix.reverse().apply_range(members))
         option = pairs.wrap().set_tuple_name("isolate")

@@ -39,6 +39,7 @@ from polyc.codegen.transpose import MARK as TRANSPOSE_MARK
 from polyc.codegen.vector import MARK as VECTOR_MARK
 from polyc.islutil import (
     map_bottom_up,
+    outer_schedule,
     single_multi_aff,
     span,
     statement_names,
@@ -157,7 +158,7 @@ def _parallel_member(scop: Scop, band: isl.ScheduleNode, min_instances: int) -> 
 def _times(scop: Scop, band: isl.ScheduleNode) -> isl.Set:
     """The schedule times of the band's instances: outer band members, then its own."""
     domain = band.get_domain()
-    outer = band.get_prefix_schedule_union_map().intersect_domain(domain)
+    outer = outer_schedule(band, domain)
     own = band.band_get_partial_schedule_union_map().intersect_domain(domain)
     times = isl.Set.from_union_set(outer.flat_range_product(own).range())
     if scop.sizing_context is not None:

@@ -9,12 +9,13 @@ enclosing sequences and filters include them too.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import islpy as isl
 
 from polyc.errors import PolycError
-from polyc.islutil import multi_union, statement_names
+from polyc.islutil import multi_union, sequence, statement_names
 
 Replace = Callable[[isl.ScheduleNode], "isl.Schedule | None"]
 # The rows of an outer band member for the statements a replaced subtree added.
@@ -41,10 +42,9 @@ def _subtree(node: isl.ScheduleNode, replace: Replace, extend: Extend,
         parts = [_subtree(node.child(k), replace, extend, moved)
                  for k in range(node.n_children())
                  if not statement_names(node.child(k).filter_get_filter()) <= moved]
-        result = parts[0]
-        for part in parts[1:]:
-            result = result.sequence(part) if kind == types.sequence else result.set(part)
-        return result
+        if kind == types.sequence:
+            return sequence(parts)
+        return functools.reduce(isl.Schedule.set, parts)
     if kind == types.mark:
         inner = _subtree(node.child(0), replace, extend, moved)
         return inner.get_root().child(0).insert_mark(node.mark_get_id()).get_schedule()

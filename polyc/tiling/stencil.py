@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from polyc.islutil import multi_union, union_maps, union_sets
+from polyc.islutil import multi_union, outer_schedule, union_maps, union_sets
 from polyc.scheduler.base import group_dependences
 from polyc.scheduler.notation import format_aff
 from polyc.scheduler.pluto import concurrent_start, is_time_row
@@ -213,7 +213,7 @@ def _live_dependences(scop: Scop, band: isl.ScheduleNode) -> isl.UnionMap:
     took a minute, on the parametric ones 0.7 s."""
     domain = band.get_domain()
     deps = group_dependences(scop, domain)
-    prefix = band.get_prefix_schedule_union_map()
+    prefix = outer_schedule(band)
     if all(m.dim(isl.dim_type.out) == 0 for m in union_maps(prefix)):
         return deps
     return deps.intersect(prefix.apply_range(prefix.reverse()))
