@@ -1,12 +1,14 @@
 """polyc: a polyhedral scheduling compiler for ONNX models.
 
 ``polyc.compile(path)`` compiles in process (JIT); ``polyc.load(path)`` opens an
-ahead-of-time artifact and needs only numpy and ctypes.
+ahead-of-time artifact and needs only numpy and ctypes; ``polyc.from_c(path)`` reads the
+SCoP of a C source (PolyBench's kernels).
 """
 
 from polyc.errors import (  # noqa: F401
     ArtifactError,
     CodegenError,
+    CSourceError,
     IllegalScheduleError,
     InputError,
     ModelError,
@@ -28,6 +30,13 @@ def compile(model, **options):  # noqa: A001 - the natural name for a compiler's
     ``options`` are :func:`polyc.pipeline.build`'s (``threads=N``, ``fuse=``, ``cache=``...)."""
     from polyc.pipeline import compile_model
     return compile_model(model, **options)
+
+
+def from_c(source, **options):
+    """The kernel of a C source (a ``.c`` path or C text) read into a SCoP, ready to
+    compile: :func:`polyc.scop.c.from_c` (``function=``, ``defines=``, ``include=``)."""
+    from polyc.scop.c import from_c as read
+    return read(source, **options)
 
 
 def load(path):

@@ -37,6 +37,7 @@ examples:
   polyc inspect mlp.so
   polyc inspect --graph examples/mlp.onnx
   polyc bench examples/mlp.onnx --repeat 100
+  polyc cc gemm.c -I polybench/utilities --emit-c
   polyc ops
 
 environment: POLYC_DEBUG=1..4 (stage times, IR, dependences, LLVM IR), POLYC_CC (linker),
@@ -191,7 +192,7 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="polyc", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="A polyhedral compiler for ONNX models.")
+        description="A polyhedral compiler for ONNX models (and C loop nests: polyc cc).")
     debug = argparse.ArgumentParser(add_help=False)
     debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show the traceback of any error")
@@ -256,6 +257,45 @@ def build_parser() -> argparse.ArgumentParser:
                    "POLYC_CACHE_DIR=/tmp/pc POLYC_CACHE_SIZE=1G polyc compile m.onnx"])
     sub.add_argument("action", choices=("info", "clear"),
                      help="info: the folder, its entries and size; clear: remove every entry")
+
+    sub = command("cc", cc_command,
+                  "compile the SCoP of a C source (the loops between #pragma scop and "
+                  "#pragma endscop, as Pluto's polycc reads them) and show it",
+                  ["polyc cc gemm.c -I polybench/utilities -D MINI_DATASET --emit-c",
+                   "polyc cc gemm.c -I polybench/utilities -o gemm_kernel.o",
+                   "polyc cc kernel.c --function kernel --param n=1000 --inspect",
+                   "polyc cc gemm.c -I polybench/utilities --scheduler original --no-tile"])
+    sub.add_argument("source", metavar="KERNEL.c")
+    sub.add_argument("-D", dest="defines", metavar="NAME[=VALUE]", action="append",
+                     default=[], help="a macro for the C preprocessor (repeatable)")
+    sub.add_argument("-I", dest="includes", metavar="DIR", action="append", default=[],
+                     help="a folder of headers for the C preprocessor (repeatable)")
+    sub.add_argument("--function", metavar="NAME",
+                     help="the kernel's function (default: the one with #pragma scop; a "
+                          "function without the pragmas is compiled whole)")
+    sub.add_argument("--param", metavar="NAME=N", type=parse_dim, action="append",
+                     default=[], help="the value of an int parameter of the SCoP "
+                     "(default: the value a call of the kernel in the file passes)")
+    sub.add_argument("-o", "--output", metavar="OUT.so|OUT.o",
+                     help="write the kernel's function with its C signature (polyc's code "
+                          "for these parameter values, the original loops for others): a "
+                          "shared library, or an object file to link in place of the "
+                          "original")
+    shown = sub.add_mutually_exclusive_group()
+    shown.add_argument("--emit-c", action="store_true",
+                       help="print the transformed loops as C (isl's printer; each "
+                            "statement a macro of its C text)")
+    shown.add_argument("--inspect", action="store_true",
+                       help="print the SCoP, dependences, schedule and loops")
+    group = sub.add_argument_group("compilation")
+    group.add_argument("--scheduler", metavar="NAME",
+                       help="'pluto' (default), 'isl' or 'original' (the source's order)")
+    group.add_argument("--fuse", choices=FUSE_POLICIES, metavar="POLICY",
+                       help="fusion policy: smart (default), none or max")
+    group.add_argument("--tile", action=argparse.BooleanOptionalAction, default=None,
+                       help="tile permutable loop bands (default: on)")
+    group.add_argument("--threads", type=positive_int, metavar="N",
+                       help="threads of parallel loops (default: 1 for a C kernel)")
 
     sub = command("ops", ops_command, "list the ONNX ops polyc lowers, with their versions",
                   ["polyc ops", "polyc ops Conv"])
@@ -407,6 +447,45 @@ def cleanup_text(args) -> str:
                 ("CLEAN-UP", "\n".join(cleaned.notes) or "nothing changed"),
                 ("CLEANED ONNX GRAPH", describe(cleaned))]
     return "\n\n".join(f"== {title} ==\n{body}" for title, body in sections)
+
+
+def cc_command(args) -> None:
+    """Compile a C kernel's SCoP; print what it is and the schedule's decisions, its
+    loops as C (--emit-c), or the whole inspection (--inspect)."""
+    from polyc.scop.c import from_c  # heavy: islpy, pycparser
+    if not Path(args.source).is_file():
+        raise InputError(f"no such C source: {args.source}")
+    kernel = from_c(Path(args.source), function=args.function, defines=args.defines,
+                    include=args.includes)
+    options = {"scheduler": args.scheduler, "fuse": args.fuse, "tile": args.tile,
+               "threads": args.threads if args.threads is not None else 1}
+    if args.output:
+        from polyc.runtime.c_library import c_library
+        clock = time.perf_counter()
+        path = c_library(kernel, args.output, params=dict(args.param) or None,
+                         reads=[args.source],
+                         **{k: v for k, v in options.items() if v is not None})
+        print(f"wrote {path} ({kernel.name}, parameters "
+              f"{', '.join(f'{k}={v}' for k, v in kernel.values(dict(args.param) or None).items())}"
+              f") in {time.perf_counter() - clock:.2f} s")
+        return
+    compiled = kernel.compile(params=dict(args.param) or None,
+                              **{k: v for k, v in options.items() if v is not None})
+    if args.emit_c:
+        from polyc.codegen.c_text import c_text
+        print(c_text(compiled.compilation.program, kernel.macros()), end="")
+        return
+    if args.inspect:
+        print(compiled.inspect())
+        return
+    values = kernel.values(dict(args.param) or None)
+    print(f"{kernel.name} in {kernel.file}: {len(kernel.statements)} statements, "
+          f"parameters {', '.join(f'{k}={v}' for k, v in values.items()) or 'none'}")
+    for s in kernel.statements:
+        print(f"  {s.name}: {s.text}    {s.domain}")
+    print("schedule:")
+    for decision in compiled.schedule.decisions:
+        print(f"  {decision}")
 
 
 def ops_command(args) -> None:

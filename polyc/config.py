@@ -4,7 +4,8 @@
 |---------------------|----------------------------------------------------------------|
 | ``POLYC_DEBUG``     | 0 quiet; 1 stage names and times; 2 IR after each stage;       |
 |                     | 3 dependences and scheduler systems; 4 LLVM IR                 |
-| ``POLYC_CC``        | C compiler used to link AOT artifacts (default ``cc``)         |
+| ``POLYC_CC``        | C compiler that links AOT artifacts and preprocesses C sources |
+|                     | (``polyc cc``; default ``cc``)                                 |
 | ``POLYC_PROGRESS``  | ``0`` / ``off``: no progress line for long compiles on a terminal |
 | ``POLYC_CACHE``     | ``0`` / ``off``: no compile cache (see :mod:`polyc.cache`)     |
 | ``POLYC_CACHE_DIR`` | the compile cache's folder (default ``~/.cache/polyc``)        |
@@ -44,7 +45,7 @@ def debug_level() -> int:
 
 
 def c_compiler() -> str:
-    """The C compiler that links AOT artifacts."""
+    """The C compiler that links AOT artifacts and preprocesses C sources."""
     return os.environ.get("POLYC_CC", "cc")
 
 

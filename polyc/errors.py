@@ -67,6 +67,11 @@ class NestError(PolycError):
     missing parameter value at compile time."""
 
 
+class CSourceError(PolycError):
+    """A C source polyc cannot read (``polyc cc``): its file and line, and what is
+    wrong there."""
+
+
 class IllegalScheduleError(PolycError):
     """A schedule that runs some dependence backwards; the message shows which."""
 

@@ -193,3 +193,38 @@ def test_isl_scheduler_retries_without_the_parameter_context():
     expected[2, 1] = expected[1, 1]  # S1, i = 1
     expected[2, 0:3] = expected[1, 2:5]  # S2, i = 1
     np.testing.assert_array_equal(out["C"], expected)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32"])
+def test_arrays_of_other_types_and_scalars(dtype):
+    nest = LoopNest("axpy", params=["N"])
+    x, y, a = nest.array("x", ("N",), dtype), nest.array("y", ("N",), dtype), \
+        nest.array("a", (), dtype)
+    nest.statement("S0", "{ [i] : 0 <= i < N }", write=y["i"],
+                   expr=a[()] * x["i"] + y["i"] + (0.1 if dtype != "int32" else 0))
+    rng = np.random.default_rng(4)
+    xs = (rng.standard_normal(50) * 8).astype(dtype)
+    ys = (rng.standard_normal(50) * 8).astype(dtype)
+    out = nest.compile(params={"N": 50}).run({"x": xs, "y": ys, "a": np.array(3, dtype)})
+    assert out["y"].dtype == np.dtype(dtype)
+    if dtype == "float64":  # the number is the float64 0.1, not float32's
+        np.testing.assert_allclose(out["y"], 3.0 * xs + ys + 0.1, rtol=1e-14, atol=1e-14)
+    elif dtype == "float32":
+        np.testing.assert_allclose(out["y"], np.float32(3) * xs + ys + np.float32(0.1),
+                                   rtol=1e-6, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(out["y"], 3 * xs + ys)
+
+
+def test_an_expression_of_another_type_than_the_written_array_is_named():
+    nest = LoopNest("mixed", params=["N"])
+    x, y = nest.array("x", ("N",), "float32"), nest.array("y", ("N",), "float64")
+    with pytest.raises(NestError, match=r"S0: the expression is float32, the array y it "
+                                        r"writes float64 \(convert with fn.cast_float64\)"):
+        nest.statement("S0", "{ [i] : 0 <= i < N }", write=y["i"], expr=x["i"] * 2.0)
+    nest.statement("S0", "{ [i] : 0 <= i < N }", write=y["i"],
+                   expr=nest.fn.cast_float64(x["i"]) * 2.0)
+    with pytest.raises(NestError, match=r"S1: add needs its operands to have one dtype"):
+        nest.statement("S1", "{ [i] : 0 <= i < N }", write=y["i"], expr=x["i"] + y["i"])
+    with pytest.raises(NestError, match="dtype 'complex64' is not one of"):
+        nest.array("z", ("N",), "complex64")

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import islpy as isl
 
 from polyc.errors import NestError, NotAffineError, checked_options
-from polyc.frontend.core import Call, Const
+from polyc.frontend.core import CASTS, FLOATS, NUMERIC, Call, Const, DtypeError, result_dtype
 from polyc.islutil import (
     identity_schedule,
     lower_bounds,
@@ -69,12 +69,16 @@ class LoopNest:
         self.arrays: dict[str, NestArray] = {}
         self._statements: list[tuple[Statement, isl.Map | None]] = []
 
-    def array(self, name: str, shape: Sequence[int | str]) -> NestArray:
-        """Declare a float32 array; extents are ints or affine text over the parameters."""
+    def array(self, name: str, shape: Sequence[int | str], dtype: str = "float32"
+              ) -> NestArray:
+        """Declare an array of ``dtype`` (a numeric type of :data:`polyc.frontend.core.DTYPES`);
+        extents are ints or affine text over the parameters; shape ``()`` is a scalar."""
         self._check_new_name(name, "array")
         if isinstance(shape, (str, int)):
             raise NestError(f"the shape of {name} must be a tuple, e.g. ({shape!r},)")
-        array = NestArray(self, name, tuple(self._extent(name, e) for e in shape))
+        if dtype not in NUMERIC:
+            raise NestError(f"array {name}: dtype {dtype!r} is not one of {', '.join(NUMERIC)}")
+        array = NestArray(self, name, tuple(self._extent(name, e) for e in shape), dtype)
         self.arrays[name] = array
         return array
 
@@ -89,7 +93,17 @@ class LoopNest:
             raise NestError(f"{name}: write= must be an array element like B['i'], "
                             f"got {write}")
         reads: list[Access] = []
+        dtype = target.array.dtype
         body = self._lower(name, dom, as_node(expr), reads)
+        types = [self.arrays[r.array].dtype for r in reads]
+        try:
+            body = _numbers_typed(name, body, types, dtype)
+            found = _body_dtype(body, types)
+        except DtypeError as error:
+            raise NestError(f"{name}: {error}") from None
+        if found != dtype:
+            raise NestError(f"{name}: the expression is {found}, the array {target.array.name} "
+                            f"it writes {dtype} (convert with fn.cast_{dtype})")
         statement = Statement(name, dom, self._access(name, dom, target), tuple(reads), body,
                               0, node=name)  # one op: the nest is one fusion group
         order = None if schedule is None else self._schedule(name, dom, schedule)
@@ -103,8 +117,8 @@ class LoopNest:
         scop = Scop(ctx=self.ctx, arrays=(), statements=statements, order=self._order(),
                     constants={}, params=self.params, context=self.context)
         live_in = live_in_arrays(scop)
-        arrays = tuple(Array(a.name, a.name, a.shape, "inout" if a.name in live_in else "result")
-                       for a in self.arrays.values())
+        arrays = tuple(Array(a.name, a.name, a.shape, "inout" if a.name in live_in else "result",
+                             a.dtype) for a in self.arrays.values())
         return Scop(ctx=self.ctx, arrays=arrays, statements=statements, order=scop.order,
                     constants={}, params=self.params, context=self.context)
 
@@ -248,6 +262,39 @@ class LoopNest:
             raise NestError(f"nest {self.name}: the schedules give two instances the same "
                             f"time: {times}")
         return schedule
+
+
+def _numbers_typed(name: str, body, types: Sequence[str], dtype: str):
+    """``body`` with each number (a float32 Const, as Python numbers become) of the
+    type of the other operands of its operation, else ``dtype`` (the written array's)."""
+    if not isinstance(body, Call):
+        return _number(name, body, dtype) if _is_number(body) else body
+    args = [_numbers_typed(name, a, types, dtype) if not _is_number(a) else a
+            for a in body.args]
+    values = range(1 if body.fn == "select" else 0, len(args))
+    others = {_body_dtype(args[k], types) for k in values if not _is_number(args[k])}
+    target = others.pop() if len(others) == 1 and body.fn not in CASTS else dtype
+    return Call(body.fn, tuple(_number(name, a, target) if _is_number(a) else a
+                               for a in args))
+
+
+def _is_number(node) -> bool:
+    return isinstance(node, Const) and node.dtype == "float32"
+
+
+def _number(name: str, const: Const, dtype: str) -> Const:
+    if dtype not in FLOATS and float(const.value) != int(const.value):
+        raise NestError(f"{name}: the number {const.value} in a {dtype} expression")
+    return Const.of(const.value, dtype)
+
+
+def _body_dtype(body, types: Sequence[str]) -> str:
+    """The type of a statement body whose ``Load(k)`` reads an array of ``types[k]``."""
+    if isinstance(body, Load):
+        return types[body.k]
+    if isinstance(body, Const):
+        return body.dtype
+    return result_dtype(body.fn, tuple(_body_dtype(a, types) for a in body.args))
 
 
 def _checked_name(name, what: str) -> str:

@@ -111,8 +111,8 @@ fn = Functions()
 class NestArray:
     """An array declared by :meth:`LoopNest.array`; ``A["i", "j + 1"]`` references it."""
 
-    def __init__(self, nest, name: str, shape: tuple[int | str, ...]):
-        self.nest, self.name, self.shape = nest, name, shape
+    def __init__(self, nest, name: str, shape: tuple[int | str, ...], dtype: str = "float32"):
+        self.nest, self.name, self.shape, self.dtype = nest, name, shape, dtype
 
     def __getitem__(self, index) -> Expr:
         indices = index if isinstance(index, tuple) else (index,)
@@ -123,7 +123,7 @@ class NestArray:
         return Expr(Ref(self, texts))
 
     def __repr__(self) -> str:
-        return f"<array {self.name}[{', '.join(map(str, self.shape))}]>"
+        return f"<array {self.name}: {self.dtype}[{', '.join(map(str, self.shape))}]>"
 
 
 def _index_text(array: str, index) -> str:
