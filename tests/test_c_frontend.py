@@ -65,6 +65,20 @@ def test_gemm_reads_its_parameters_from_the_call_in_main():
     assert kernel.statements[1].schedule == "{ [i, k, j] -> [0, i, 1, k, 0, j, 0] }"
 
 
+@pytest.mark.parametrize("name, contractions", [("gemm", 1), ("2mm", 2), ("3mm", 3)])
+def test_products_with_a_scalar_factor_get_the_contraction_recipe(name, contractions,
+                                                                 tmp_path):
+    """PolyBench's ``C[i][j] += alpha * A[i][k] * B[k][j]``: alpha, a scalar read from
+    memory, is a constant factor of the register tile."""
+    kernel = from_c(SOURCES[name], defines=["SMALL_DATASET"], include=[UTILITIES])
+    compiled = kernel.compile()
+    recipe = [d for d in compiled.schedule.decisions if "tiling: contraction" in d]
+    assert len(recipe) == contractions, compiled.schedule.decisions
+    library = reference_library(SOURCES[name], tmp_path, defines=["SMALL_DATASET"],
+                                includes=[UTILITIES], extra=[UTILITIES / "polybench.c"])
+    check_against_cc(kernel, library, seed=1)
+
+
 def test_polyc_from_c_reads_a_source():
     kernel = polyc.from_c(SOURCES["atax"], defines=["MINI_DATASET"], include=[UTILITIES])
     assert kernel.name == "kernel_atax" and kernel.params == {"m": 38, "n": 42}
@@ -238,7 +252,8 @@ def test_polybench_main_linked_with_the_drop_in_object_dumps_what_cc_dumps(tmp_p
         caller = tmp_path / f"{name}_main.c"
         caller.write_text(caller_source(from_c(source, defines=defines, include=[UTILITIES])))
         polyc_binary, cc_binary = tmp_path / f"{name}_polyc", tmp_path / f"{name}_cc"
-        subprocess.run(["cc", "-O2", str(caller), str(UTILITIES / "polybench.c"),
+        subprocess.run(["cc", "-O2", *(f"-D{d}" for d in defines), str(caller),
+                        str(UTILITIES / "polybench.c"),
                         f"-I{UTILITIES}", str(tmp_path / f"{name}.o"), "-lm", "-o",
                         str(polyc_binary)], check=True, capture_output=True)
         subprocess.run(["cc", "-O2", *(f"-D{d}" for d in defines), f"-I{UTILITIES}",

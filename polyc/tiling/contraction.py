@@ -191,12 +191,15 @@ def _loops_used(scop: Scop, access) -> list[int] | None:
 
 def _operands(statement: Statement) -> tuple[int, int] | None:
     """The read indices of the two factors when the body is ``acc + x * y`` (constant
-    factors allowed, as in Gemm's ``alpha``)."""
+    factors allowed, as in Gemm's ``alpha``, and scalars read from memory, as in
+    PolyBench's gemm: ``C[i][j] += alpha * A[i][k] * B[k][j]``)."""
     body = statement.body
     if not (isinstance(body, Call) and body.fn == "add" and len(body.args) == 2):
         return None
     for acc, product in (body.args, body.args[::-1]):
         loads = _factors(product)
+        if loads is not None:  # scalars are constant factors of the tile
+            loads = [k for k in loads if statement.reads[k].relation.dim(isl.dim_type.out)]
         if (isinstance(acc, Load) and loads is not None and len(loads) == 2
                 and statement.reads[acc.k].array == statement.write.array
                 and statement.reads[acc.k].relation.is_equal(statement.write.relation)):
