@@ -6,11 +6,12 @@
 For each of the 30 kernels (third_party/polybench-c-4.2.1), at one dataset size, in
 double (PolyBench's default):
 
-- each C compiler found (``cc``, and ``clang`` when installed) builds the benchmark as
-  PolyBench ships it, ``-O3 -march=native`` with ``-DPOLYBENCH_TIME
-  -DPOLYBENCH_DUMP_ARRAYS``;
+- each C compiler found (``cc``; ``clang`` and clang with Polly, ``-mllvm -polly``,
+  when installed) builds the benchmark as PolyBench ships it, ``-O3 -march=native``
+  with ``-DPOLYBENCH_TIME -DPOLYBENCH_DUMP_ARRAYS``;
 - polyc reads the kernel from the same source (``polyc.from_c``), compiles it (one
-  thread, default options; the time is the compile column) into a drop-in object
+  thread, default options: the schedule chosen by the cost model unless
+  ``--autoselect`` says otherwise; the time is the compile column) into a drop-in object
   (``polyc.runtime.c_library``), and PolyBench's own ``main`` (its file with the
   kernel's definition replaced by a declaration, ``polyc.scop.c.caller_source``,
   built by ``cc`` with the same flags) is linked with it;
@@ -59,11 +60,22 @@ def kernels() -> dict[str, Path]:
             if "utilities" not in p.parts and p.stem.lower() != "nussinov.orig"}
 
 
-def compilers() -> dict[str, str]:
-    found = {"cc": shutil.which("cc")}
-    if shutil.which("clang"):
-        found["clang"] = shutil.which("clang")
-    return {name: path for name, path in found.items() if path}
+def compilers() -> dict[str, list[str]]:
+    """Each C compiler found, as the start of its command: ``cc``, ``clang`` and clang
+    with Polly (``-mllvm -polly``) where they are installed."""
+    found = {}
+    if shutil.which("cc"):
+        found["cc"] = [shutil.which("cc")]
+    clang = shutil.which("clang")
+    if clang:
+        found["clang"] = [clang]
+        with tempfile.TemporaryDirectory() as tmp:
+            probe = Path(tmp, "probe.c")
+            probe.write_text("int main(void) { return 0; }\n")
+            if build([clang, "-O3", "-mllvm", "-polly", str(probe), "-o",
+                      str(Path(tmp, "probe"))]) is None:
+                found["polly"] = [clang, "-mllvm", "-polly"]
+    return found
 
 
 def build(command: list[str]) -> str | None:
@@ -100,13 +112,13 @@ def compare(want: str, got: str) -> float | None:
 
 
 def measure(name: str, source: Path, size: str, repeat: int, folder: Path,
-            compilers_: dict[str, str]) -> dict:
+            compilers_: dict[str, list[str]], autoselect: str = "model") -> dict:
     defines = [f"{size}_DATASET", "POLYBENCH_TIME", "POLYBENCH_DUMP_ARRAYS"]
     row: dict = {"kernel": name, "size": size}
     binaries: dict[str, Path] = {}
     for label, compiler in compilers_.items():
         binary = folder / f"{name}_{label}"
-        error = build([compiler, *FLAGS, *(f"-D{d}" for d in defines), f"-I{UTILITIES}",
+        error = build([*compiler, *FLAGS, *(f"-D{d}" for d in defines), f"-I{UTILITIES}",
                        str(source), str(UTILITIES / "polybench.c"), "-lm", "-o", str(binary)])
         if error:
             row[f"{label}_error"] = error
@@ -115,7 +127,9 @@ def measure(name: str, source: Path, size: str, repeat: int, folder: Path,
     clock = time.perf_counter()
     try:
         kernel = from_c(source, defines=defines, include=[UTILITIES])
-        c_library(kernel, folder / f"{name}_polyc.o")
+        c_library(kernel, folder / f"{name}_polyc.o",
+                  autoselect=None if autoselect == "off" else autoselect)
+        row["decision"] = _decision(kernel, autoselect)
         row["compile_s"] = time.perf_counter() - clock
         caller = folder / f"{name}_main.c"
         caller.write_text(caller_source(kernel))
@@ -151,6 +165,16 @@ def measure(name: str, source: Path, size: str, repeat: int, folder: Path,
     return row
 
 
+def _decision(kernel, autoselect: str) -> str:
+    """The schedule the library got (compiled again: the choice is deterministic for
+    the model; for measure, what the library's compile chose is not kept)."""
+    if autoselect != "model":
+        return autoselect
+    compiled = kernel.compile(threads=1)
+    notes = [d for d in compiled.schedule.decisions if d.startswith("autoselect")]
+    return notes[0].rsplit("-> ", 1)[1] if notes else "pluto"
+
+
 def speedup(row: dict, label: str) -> float | None:
     if row.get("polyc_s") and row.get(f"{label}_s"):
         return row[f"{label}_s"] / row["polyc_s"]
@@ -165,11 +189,12 @@ def correct(row: dict, label: str) -> bool | None:
 
 
 def print_table(rows: list[dict], labels: list[str]) -> None:
-    head = ["kernel", "compile s", "polyc s", *(f"{c} s" for c in labels),
+    head = ["kernel", "schedule", "compile s", "polyc s", *(f"{c} s" for c in labels),
             *(f"x vs {c}" for c in labels), "outputs"]
     print(" | ".join(head))
     for row in rows:
-        cells = [row["kernel"], _f(row.get("compile_s"), 2), _f(row.get("polyc_s"), 4),
+        cells = [row["kernel"], row.get("decision", "-"), _f(row.get("compile_s"), 2),
+                 _f(row.get("polyc_s"), 4),
                  *(_f(row.get(f"{c}_s"), 4) for c in labels),
                  *(_f(speedup(row, c), 2) for c in labels)]
         checks = [correct(row, c) for c in labels]
@@ -196,6 +221,9 @@ def main(argv=None) -> None:
     parser.add_argument("--kernels", help="comma-separated names (default: all 30)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", default=str(HERE / "results" / "polybench.json"))
+    parser.add_argument("--autoselect", choices=("model", "measure", "off"), default="model",
+                        help="how polyc chooses each kernel's schedule (default: model, "
+                             "polyc cc's default; off: Pluto's)")
     args = parser.parse_args(argv)
     found = kernels()
     names = args.kernels.split(",") if args.kernels else list(found)
@@ -207,14 +235,16 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory(prefix="polybench-") as tmp:
         for name in names:
             rows.append(measure(name, found[name], args.size, args.repeat, Path(tmp),
-                                compilers_))
+                                compilers_, args.autoselect))
             row = rows[-1]
             print(f"{name}: polyc {_f(row.get('polyc_s'), 4)} s, "
                   + ", ".join(f"{c} {_f(row.get(f'{c}_s'), 4)} s" for c in compilers_),
                   flush=True)
     print_table(rows, list(compilers_))
     write_rows(args.json, {"size": args.size, "repeat": args.repeat, "flags": list(FLAGS),
-                           "compilers": compilers_, "polyc": polyc.__version__}, rows)
+                           "autoselect": args.autoselect,
+                           "compilers": {k: " ".join(v) for k, v in compilers_.items()},
+                           "polyc": polyc.__version__}, rows)
     print(f"wrote {args.json}")
 
 

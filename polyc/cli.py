@@ -296,6 +296,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="tile permutable loop bands (default: on)")
     group.add_argument("--threads", type=positive_int, metavar="N",
                        help="threads of parallel loops (default: 1 for a C kernel)")
+    group.add_argument("--autoselect", choices=("model", "measure", "off"),
+                       help="how the schedule is chosen among Pluto's and the original "
+                            "order's, tiled and not: model (the default unless --scheduler "
+                            "or --tile is given; the cheapest by vector lanes), measure "
+                            "(isl's too; each run on seeded inputs, the fastest kept) or "
+                            "off (the scheduler's)")
 
     sub = command("ops", ops_command, "list the ONNX ops polyc lowers, with their versions",
                   ["polyc ops", "polyc ops Conv"])
@@ -459,18 +465,18 @@ def cc_command(args) -> None:
                     include=args.includes)
     options = {"scheduler": args.scheduler, "fuse": args.fuse, "tile": args.tile,
                "threads": args.threads if args.threads is not None else 1}
+    if args.autoselect is not None:
+        options["autoselect"] = None if args.autoselect == "off" else args.autoselect
     if args.output:
         from polyc.runtime.c_library import c_library
         clock = time.perf_counter()
         path = c_library(kernel, args.output, params=dict(args.param) or None,
-                         reads=[args.source],
-                         **{k: v for k, v in options.items() if v is not None})
+                         reads=[args.source], **_given(options))
         print(f"wrote {path} ({kernel.name}, parameters "
               f"{', '.join(f'{k}={v}' for k, v in kernel.values(dict(args.param) or None).items())}"
               f") in {time.perf_counter() - clock:.2f} s")
         return
-    compiled = kernel.compile(params=dict(args.param) or None,
-                              **{k: v for k, v in options.items() if v is not None})
+    compiled = kernel.compile(params=dict(args.param) or None, **_given(options))
     if args.emit_c:
         from polyc.codegen.c_text import c_text
         print(c_text(compiled.compilation.program, kernel.macros()), end="")
@@ -486,6 +492,11 @@ def cc_command(args) -> None:
     print("schedule:")
     for decision in compiled.schedule.decisions:
         print(f"  {decision}")
+
+
+def _given(options: dict) -> dict:
+    """The options given (None: not given), but autoselect, whose None means off."""
+    return {k: v for k, v in options.items() if v is not None or k == "autoselect"}
 
 
 def ops_command(args) -> None:

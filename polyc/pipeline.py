@@ -76,6 +76,9 @@ class Options:
     profile: bool = False  # timers around each loop nest (polyc.codegen.profile)
     winograd: str = DEFAULT_WINOGRAD  # 3x3 convs: "2x2", "4x4" or "off" (frontend)
     memory_limit: int | None = None  # bytes a call may need; None: the machine's memory
+    # loop nests: None (the scheduler and tiling given), "model" (the cheapest of a few
+    # schedules by polyc.scheduler.cost), "measure" (the fastest when run)
+    autoselect: str | None = None
 
     def __post_init__(self):
         if self.winograd not in WINOGRAD_CHOICES:
@@ -236,8 +239,14 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     scheduled = stages.run("schedule", schedule, scop, groups, scheduler=options.scheduler)
     if options.check:
         stages.run("legality", check_legality, scop, scheduled.schedule)
+    unbound = scop
     scop = stages.run("parameters", bind_parameters, scop, options.params,
                       options.symbolic or ())
+    if options.autoselect == "model":
+        from polyc.autoselect import modelled
+        scheduled, tiled = stages.run("select", modelled, unbound, scop, groups, scheduled,
+                                      options)
+        options = replace(options, tile=tiled)
     try:
         scop, scheduled, in_place, program = _loops(scop, scheduled, options, stages)
     except OverBudget as err:
@@ -371,18 +380,39 @@ def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
                  fuse: str = "smart", check: bool = True,
                  fast_math: bool = True, tile: bool = True,
                  tile_size=None, blocking=None,
-                 threads: int | None = None, profile: bool = False) -> "CompiledModel":
+                 threads: int | None = None, profile: bool = False,
+                 autoselect: str | None = None) -> "CompiledModel":
     """Compile a SCoP (e.g. a :class:`polyc.scop.nest.LoopNest`'s) at the parameter
     values ``params``, but for the parameters in ``symbolic``, which the code takes at
     run time (read from the array shapes that name them); its ``run`` returns every
-    array's final value. Options as for :func:`compile_model`."""
+    array's final value. Options as for :func:`compile_model`; ``autoselect`` chooses
+    among several schedules (:mod:`polyc.autoselect`): ``"model"`` the cheapest by a
+    cost model, ``"measure"`` the fastest on seeded inputs."""
     symbolic = _names(symbolic)
     values = check_values(scop, params, symbolic or ())  # name a missing value now
+    if autoselect not in AUTOSELECT:
+        raise PolycError(f"autoselect must be one of {', '.join(map(str, AUTOSELECT))}, "
+                         f"got {autoselect!r}")
     options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
                       params=values or None, symbolic=symbolic, threads=threads,
-                      profile=bool(profile))
-    compilation = lower_scop(scop, options, _Stages())
-    return CompiledModel(native_code(compilation), compilation).loaded()
+                      profile=bool(profile),
+                      autoselect="model" if autoselect == "model" else None)
+
+    def compile_with(scheduler: str, tile: bool) -> CompiledModel:
+        chosen = replace(options, scheduler=scheduler, tile=tile)
+        compilation = lower_scop(scop, chosen, _Stages())
+        return CompiledModel(native_code(compilation), compilation).loaded()
+
+    if autoselect == "measure":
+        if symbolic:
+            raise PolycError("autoselect='measure' runs the code at the parameters' values: "
+                             "keep no parameter symbolic")
+        from polyc.autoselect import measured
+        return measured(compile_with, scheduler, tile)
+    return compile_with(scheduler, tile)
+
+
+AUTOSELECT = (None, "model", "measure")
 
 
 def _names(symbolic) -> tuple[str, ...] | None:
@@ -495,6 +525,15 @@ class CompiledModel:
         if self._compilation is None:
             self._compilation = lower(self._source, self._options)
         return self._compilation
+
+    def with_decisions(self, *notes: str) -> "CompiledModel":
+        """This model with ``notes`` after its schedule's decisions (a choice made once
+        it was compiled: :mod:`polyc.autoselect`); returns itself."""
+        compilation = self.compilation
+        scheduled = replace(compilation.schedule,
+                            decisions=compilation.schedule.decisions + notes)
+        self._compilation = replace(compilation, schedule=scheduled)
+        return self
 
     @property
     def manifest(self) -> dict[str, Any]:

@@ -46,11 +46,13 @@ def test_the_thirty_polybench_kernels_are_found():
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_a_polybench_kernel_computes_what_cc_computes(name, tmp_path):
+    """With the schedule the cost model chooses (the default) and with Pluto's."""
     defines = ["MINI_DATASET", *DEFINES.get(name, [])]
     kernel = from_c(SOURCES[name], defines=defines, include=[UTILITIES])
     library = reference_library(SOURCES[name], tmp_path, defines=defines,
                                 includes=[UTILITIES], extra=[UTILITIES / "polybench.c"])
     check_against_cc(kernel, library)
+    check_against_cc(kernel, library, seed=1, scheduler="pluto")
 
 
 def test_gemm_reads_its_parameters_from_the_call_in_main():
@@ -295,3 +297,29 @@ def test_the_drop_in_library_runs_the_original_loops_for_other_parameters(tmp_pa
         np.testing.assert_allclose(got["y"], want["y"], rtol=1e-9, atol=1e-12)
     with pytest.raises(polyc.OutputError, match="which this command reads"):
         c_library(kernel, SOURCES["durbin"], reads=[SOURCES["durbin"]])
+
+
+def test_autoselect_measures_every_candidate_and_keeps_a_correct_one(tmp_path):
+    kernel = from_c(SOURCES["jacobi-1d"], defines=["SMALL_DATASET"], include=[UTILITIES])
+    compiled = kernel.compile(autoselect="measure")
+    (decision,) = [d for d in compiled.schedule.decisions if d.startswith("autoselect")]
+    for label in ("pluto:", "original:", "original, untiled:", "isl:"):
+        assert label in decision
+    chosen = decision.rsplit("-> ", 1)[1]
+    assert chosen in ("pluto", "original", "original, untiled", "isl")
+    library = reference_library(SOURCES["jacobi-1d"], tmp_path, defines=["SMALL_DATASET"],
+                                includes=[UTILITIES], extra=[UTILITIES / "polybench.c"])
+    data = inputs_for(kernel, seed=2)
+    want = run_reference(library, kernel, data, kernel.params)
+    got = compiled.run({n: v for n, v in data.items() if n in kernel.arrays})
+    for name in ("A", "B"):
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=1e-12)
+    with pytest.raises(PolycError, match="autoselect must be one of None, model, measure"):
+        kernel.compile(autoselect="guess")
+
+
+def test_autoselect_needs_parameter_values():
+    from polyc.scop.polybench import KERNELS
+    nest = KERNELS["jacobi1d"].build()
+    with pytest.raises(PolycError, match="keep no parameter symbolic"):
+        nest.compile(params={"T": 4}, symbolic=["N"], autoselect="measure")

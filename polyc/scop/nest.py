@@ -127,7 +127,8 @@ class LoopNest:
                 symbolic: Sequence[str] | None = None, scheduler: str = "pluto",
                 fuse: str = "smart", check: bool = True, fast_math: bool = True,
                 tile: bool = True, tile_size=None, blocking=None,
-                threads: int | None = None, profile: bool = False):
+                threads: int | None = None, profile: bool = False,
+                autoselect: str | None = None):
         """Native code for the nest at these parameter values: a
         :class:`polyc.pipeline.CompiledModel` whose ``run({array: value})`` returns every
         array's final value (given arrays are copied, omitted ``result`` arrays start at 0).
@@ -135,12 +136,14 @@ class LoopNest:
         shapes of the given arrays (an array extent that is the parameter).
         The nest is one fusion group: ``fuse`` (none / smart / max, or Pluto's nofuse /
         smartfuse / maxfuse) is the policy the scheduler cuts it by; ``threads`` and
-        ``profile`` as for :func:`polyc.compile`."""
+        ``profile`` as for :func:`polyc.compile`; ``autoselect="measure"`` keeps the
+        fastest of several schedules (:mod:`polyc.autoselect`)."""
         from polyc.pipeline import compile_scop
         return compile_scop(self.scop(), params=params, symbolic=symbolic,
                             scheduler=scheduler, fuse=fuse,
                             check=check, fast_math=fast_math, tile=tile, tile_size=tile_size,
-                            blocking=blocking, threads=threads, profile=profile)
+                            blocking=blocking, threads=threads, profile=profile,
+                            autoselect=autoselect)
 
     # -- checking and building the isl objects --------------------------------------
 

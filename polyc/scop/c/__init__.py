@@ -73,8 +73,12 @@ class CKernel:
 
     def compile(self, *, params: Mapping[str, int] | None = None, **options):
         """Native code for the kernel at these parameter values (default
-        :attr:`params`); options as for :meth:`LoopNest.compile`. Its ``run`` takes
-        and returns the arrays and scalars by name (numbers are accepted for scalars)."""
+        :attr:`params`); options as for :meth:`LoopNest.compile`, but ``autoselect``
+        is ``"model"`` unless ``scheduler`` or ``tile`` is given (a schedule chosen by
+        :mod:`polyc.autoselect`'s cost model). Its ``run`` takes and returns the arrays
+        and scalars by name (numbers are accepted for scalars)."""
+        if "scheduler" not in options and "tile" not in options:
+            options.setdefault("autoselect", "model")
         values = self.values(params)
         compiled = self.nest(values).compile(params=values, **options)
         return _ScalarsAccepted(compiled, self.arrays)

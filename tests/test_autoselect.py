@@ -1,0 +1,84 @@
+"""Choosing a loop nest's schedule (polyc.autoselect): the cost model of
+polyc.scheduler.cost (statement instances over the vector lanes of their innermost
+loop) on schedules whose vectorization is known, the choice it makes, and that the
+chosen code computes what the reference does. Tests check what is chosen by the
+model's numbers, never timings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from polyc.errors import PolycError
+from polyc.pipeline import Options, _Stages, lower_scop
+from polyc.scheduler.cost import MARGIN, Estimate, choose, estimate
+from polyc.scop.polybench import KERNELS
+
+
+def lowered(name: str, **options):
+    kernel = KERNELS[name]
+    scop = kernel.build().scop()
+    return kernel, lower_scop(scop, Options(params=kernel.params, threads=1, **options),
+                              _Stages())
+
+
+def model_note(compilation) -> str:
+    (note,) = [d for d in compilation.schedule.decisions if d.startswith("autoselect")]
+    return note
+
+
+def test_a_skewed_stencil_is_scalar_and_the_original_order_runs_in_lanes():
+    """jacobi-1d: Pluto fuses its two statements in a skewed loop that carries their
+    dependences (no lanes); the original order's two i loops are parallel, stride 1."""
+    _, pluto = lowered("jacobi1d", tile=False)
+    _, original = lowered("jacobi1d", scheduler="original", tile=False)
+    skewed = estimate(pluto.scop, pluto.schedule.schedule)
+    plain = estimate(original.scop, original.schedule.schedule)
+    assert skewed.vectorized == () and set(skewed.scalar) == {"S1", "S2"}
+    assert set(plain.vectorized) == {"S1", "S2"}
+    assert skewed.cost == pytest.approx(16 * plain.cost)  # float32: 16 lanes
+
+
+def test_the_model_keeps_a_vectorized_product_and_leaves_a_skewed_stencil():
+    """matmul: Pluto's j innermost runs in lanes, the original k innermost reads B
+    with a stride of a row (a gather). (PolyBench's gemm keeps its contraction
+    recipe: tests/test_c_frontend.py.)"""
+    _, matmul = lowered("matmul", autoselect="model")
+    assert model_note(matmul).endswith("-> pluto")
+    kernel, jacobi = lowered("jacobi1d", autoselect="model")
+    assert model_note(jacobi).endswith("-> original")
+    assert jacobi.schedule.scheduler == "original"
+
+
+def test_a_reduction_runs_in_lanes_with_fast_math_only():
+    _, compilation = lowered("trisolv", scheduler="original", tile=False)
+    scop, tree = compilation.scop, compilation.schedule.schedule
+    fast = estimate(scop, tree, fast_math=True)
+    strict = estimate(scop, tree, fast_math=False)
+    assert set(strict.vectorized) < set(fast.vectorized)
+
+
+def test_choose_keeps_the_first_unless_another_is_cheaper_by_the_margin():
+    def e(cost):
+        return Estimate(cost, (), ())
+    assert choose([e(100.0), e(100.0 / MARGIN * 1.01)]) == 0
+    assert choose([e(100.0), e(100.0 / MARGIN * 0.99), e(10.0)]) == 2
+    assert choose([e(10.0), e(100.0)]) == 0
+
+
+@pytest.mark.parametrize("name", ["jacobi1d", "trisolv", "matmul", "fdtd2d", "lu"])
+def test_the_chosen_schedule_computes_the_reference(name):
+    kernel = KERNELS[name]
+    compiled = kernel.build().compile(params=kernel.params, autoselect="model", threads=1)
+    assert any(d.startswith("autoselect: model") for d in compiled.schedule.decisions)
+    inputs = kernel.inputs(seed=3)
+    expected = kernel.reference(kernel.params, inputs)
+    actual = compiled.run(inputs)
+    for array, value in expected.items():
+        np.testing.assert_allclose(actual[array], value, rtol=1e-4, atol=1e-4, err_msg=array)
+
+
+def test_autoselect_is_checked():
+    kernel = KERNELS["matmul"]
+    with pytest.raises(PolycError, match="autoselect must be one of None, model, measure"):
+        kernel.build().compile(params=kernel.params, autoselect="fastest")
