@@ -5,7 +5,9 @@
 The model (:mod:`polyc.scheduler.cost`) tiles Pluto's schedule and the original
 order (tiled and not) and counts statement instances over the vector lanes their
 innermost loop gets; it keeps Pluto's unless another is :data:`cost.MARGIN` times
-cheaper (it sees vectors, not caches). The decisions give each candidate's estimate.
+cheaper, and keeps it anyway when the arrays exceed the L2 cache and the kernel does
+at least :data:`REUSE` instances per element (it sees vectors, not caches: the tiles
+may be what makes it fast). The decisions give each candidate's estimate.
 
 A schedule that wins on paper can lose on the machine: Pluto fuses and skews
 jacobi-1d's two statements, and the skewed innermost loop carries a dependence, so
@@ -34,9 +36,10 @@ from polyc.codegen.vector import MARK as VECTOR_MARK
 from polyc.codegen.vector import REGISTER_TILE
 from polyc.islutil import statement_names
 from polyc.scheduler import ScheduleResult, schedule
-from polyc.scheduler.cost import choose, estimate
+from polyc.scheduler.cost import choose, estimate, reuse
 from polyc.scop.model import Scop
 from polyc.tiling import tile
+from polyc.tiling.cache import host_caches
 
 CANDIDATES = (("pluto", True), ("original", True), ("original", False), ("isl", True))
 RUNS = 3
@@ -73,31 +76,47 @@ def measured(compile_with: Callable[[str, bool], object], scheduler: str, tile: 
 
 
 MODELLED = (("original", True), ("original", False))  # after the options given
+# statement instances per array element from which a kernel whose arrays exceed L2
+# keeps the tiles it was given (the model sees vectors, not caches)
+REUSE = 16
 
 
 def modelled(unbound: Scop, scop: Scop, groups, scheduled: ScheduleResult, options):
-    """The schedule to keep and whether to tile it: the options' (``scheduled``,
-    tiled as the options say) or a cheaper candidate by the cost model. ``unbound``
-    is the SCoP before its parameters were bound (what schedulers take)."""
+    """The schedule to keep, whether to tile it and the tiling's result (SCoP and
+    schedule): the options' (``scheduled``, tiled as the options say) or a cheaper
+    candidate by the cost model. ``unbound`` is the SCoP before its parameters were
+    bound (what schedulers take)."""
     candidates = [(scheduled, options.tile)]
     for name, tiled in MODELLED:
         if (name, tiled) != (options.scheduler, options.tile):
             other = schedule(unbound, groups, scheduler=name)
             candidates.append((other, tiled))
-    estimates = []
+    estimates, tilings = [], []
     for result, tiled in candidates:
         tiled_scop, tiled_result = tile(scop, result, enabled=tiled, size=options.tile_size,
                                         blocking=options.blocking,
                                         parallel=options.threads != 1)
+        tilings.append((tiled_scop, tiled_result))
         estimates.append(estimate(tiled_scop, tiled_result.schedule,
                                   fast_math=options.fast_math,
                                   register_tiled=_register_tiled(tiled_result.schedule)))
     k = choose(estimates)
     labels = [f"{r.scheduler}{'' if t else ', untiled'}" for r, t in candidates]
+    size, per_element = reuse(scop, estimates[0].instances)
+    kept = ""
+    if k and size > host_caches().l2 and per_element >= REUSE:
+        kept = (f"; {size / 2**20:.3g} MB of arrays, more than L2, and "
+                f"{per_element:.3g} instances per element: the tiles kept")
+        k = 0
     note = "autoselect: model (instances over vector lanes) " + "; ".join(
-        f"{label}: {e}" for label, e in zip(labels, estimates)) + f" -> {labels[k]}"
+        f"{label}: {e}" for label, e in zip(labels, estimates)) + kept + f" -> {labels[k]}"
     chosen, tiled = candidates[k]
-    return replace(chosen, decisions=chosen.decisions + (note,)), tiled
+    tiled_scop, tiled_result = tilings[k]
+    before = len(chosen.decisions)  # the tiling's own notes follow the scheduler's
+    decisions = chosen.decisions + (note,)
+    return (replace(chosen, decisions=decisions), tiled,
+            (tiled_scop, replace(tiled_result, decisions=decisions
+                                 + tiled_result.decisions[before:])))
 
 
 def _register_tiled(tree: isl.Schedule) -> frozenset[str]:

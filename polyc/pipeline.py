@@ -242,13 +242,14 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     unbound = scop
     scop = stages.run("parameters", bind_parameters, scop, options.params,
                       options.symbolic or ())
+    chosen = None
     if options.autoselect == "model":
         from polyc.autoselect import modelled
-        scheduled, tiled = stages.run("select", modelled, unbound, scop, groups, scheduled,
-                                      options)
+        scheduled, tiled, chosen = stages.run("select", modelled, unbound, scop, groups,
+                                              scheduled, options)
         options = replace(options, tile=tiled)
     try:
-        scop, scheduled, in_place, program = _loops(scop, scheduled, options, stages)
+        scop, scheduled, in_place, program = _loops(scop, scheduled, options, stages, chosen)
     except OverBudget as err:
         if not options.tile:
             raise ResourceError(f"{err}: the schedule has too many pieces") from None
@@ -275,13 +276,18 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
                        tuple(stages.times), profile=timed)
 
 
-def _loops(scop: Scop, scheduled: ScheduleResult, options: Options, stages: _Stages):
-    """Tiling, parallel marks, in place and the AST of a scheduled SCoP: the SCoP (with
-    the orders in place needs), the schedule, what is in place and the loop program;
-    :class:`OverBudget` when generating the loops takes too long."""
-    scop, scheduled = stages.run("tiling", tile, scop, scheduled, enabled=options.tile,
-                                 size=options.tile_size, blocking=options.blocking,
-                                 parallel=options.threads != 1)
+def _loops(scop: Scop, scheduled: ScheduleResult, options: Options, stages: _Stages,
+           tiled: tuple[Scop, ScheduleResult] | None = None):
+    """Tiling (unless ``tiled`` is its result already: the select stage's), parallel
+    marks, in place and the AST of a scheduled SCoP: the SCoP (with the orders in place
+    needs), the schedule, what is in place and the loop program; :class:`OverBudget`
+    when generating the loops takes too long."""
+    if tiled is not None:
+        scop, scheduled = tiled
+    else:
+        scop, scheduled = stages.run("tiling", tile, scop, scheduled, enabled=options.tile,
+                                     size=options.tile_size, blocking=options.blocking,
+                                     parallel=options.threads != 1)
     scheduled = stages.run("parallel", parallelize, scop, scheduled, threads=options.threads)
     checking = None
     if options.check and (options.tile or options.threads != 1):
