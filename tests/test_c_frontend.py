@@ -323,3 +323,52 @@ def test_autoselect_needs_parameter_values():
     nest = KERNELS["jacobi1d"].build()
     with pytest.raises(PolycError, match="keep no parameter symbolic"):
         nest.compile(params={"T": 4}, symbolic=["N"], autoselect="measure")
+
+
+def test_the_drop_in_runs_the_function_around_its_scop_with_its_globals(tmp_path):
+    """What the function does before and after its SCoP still happens (a local set
+    before it, a result written after it), a global array is the program's, and
+    other parameter values run the original statements."""
+    import subprocess
+
+    from polyc.runtime.c_library import c_library
+    source = tmp_path / "k.c"
+    source.write_text("""extern double G[16];
+void k(int n, double a[16], double s[1]) {
+  int i;
+  double t = 2.0;
+  s[0] = 100.0;
+  t = t * 3.0;
+#pragma scop
+  for (i = 0; i < n; i++)
+    a[i] = a[i] * t + G[i];
+#pragma endscop
+  s[0] = s[0] + a[1];
+}
+""")
+    main = tmp_path / "main.c"
+    main.write_text("""#include <stdio.h>
+double G[16];
+void k(int n, double a[16], double s[1]);
+int main(void) {
+  double a[16], s[1];
+  for (int n = 12; n <= 16; n += 4) {
+    for (int i = 0; i < 16; i++) { a[i] = i + 0.25; G[i] = 0.5 * i; }
+    k(n, a, s);
+    for (int i = 0; i < 16; i++) printf("%.17g\\n", a[i]);
+    printf("%.17g\\n", s[0]);
+  }
+  return 0;
+}
+""")
+    kernel = from_c(source)
+    assert kernel.params == {} and kernel.arrays["t"] == ("float64", ())  # t: set before
+    c_library(kernel, tmp_path / "k.o", params={"n": 12})
+    for name, parts in (("polyc", [main, tmp_path / "k.o"]), ("cc", [main, source])):
+        subprocess.run(["cc", "-O2", *map(str, parts), "-lm", "-o", str(tmp_path / name)],
+                       check=True, capture_output=True)
+    outputs = [subprocess.run([str(tmp_path / name)], capture_output=True, text=True,
+                              check=True).stdout for name in ("polyc", "cc")]
+    got, want = ([float(v) for v in out.split()] for out in outputs)
+    assert len(want) == 34 and want[16] == 100.0 + 1.25 * 6 + 0.5
+    np.testing.assert_allclose(got, want, rtol=1e-15)

@@ -2,12 +2,14 @@
 library (``.so``) or relocatable object (``.o``) that defines the kernel's function
 with its C signature, non-static, to link in place of the original.
 
-The function is a small C wrapper, compiled by the system C compiler: when the int
-parameters have the values polyc compiled for, it calls polyc's code on the caller's
-arrays (in place; scalars by address, the kernel's local temporaries in memory of its
-own); other values run the original function's body, compiled with it (``-O3
--march=native``), so a call is never wrong. The source's typedefs come along; the
-body may call the C library's math functions and nothing else of its file.
+The function is the original one, compiled by the system C compiler (``-O3
+-march=native``), with its SCoP replaced: when the int parameters have the values
+polyc compiled for, it calls polyc's code on the SCoP's arrays and scalars (in place,
+scalars by address; locals and parameters are in scope there, globals are declared
+``extern``), and other values run the SCoP's original statements, so a call is never
+wrong and what the function does before and after its SCoP still happens. The
+source's typedefs come along; the function may call the C library and nothing else
+of its file.
 """
 
 from __future__ import annotations
@@ -26,74 +28,66 @@ from polyc.errors import CSourceError, OutputError
 from polyc.runtime.aot import constants_assembly, link_shared
 from polyc.runtime.output import check_target, replacing
 from polyc.scop.c import CKernel
+from polyc.scop.c.kernel import scop_span
 
 FALLBACK_FLAGS = ("-O3", "-march=native", "-fPIC")
-_C_TYPES = {"float64": "double", "float32": "float", "int32": "int", "int64": "long",
-            "int8": "signed char", "uint8": "unsigned char", "int16": "short",
-            "uint16": "unsigned short", "uint32": "unsigned int", "uint64": "unsigned long"}
+_MARKER = "polyc_scop_goes_here"
 
 
 def wrapper_source(kernel: CKernel, native, values: dict[str, int]) -> str:
-    """The C of the kernel's function: polyc's code at ``values``, else the original.
-    ``native`` is the compiled program (its manifest orders the entry's arguments)."""
-    function = kernel.kernel.function
+    """The C of the kernel's function: its own body, but for the SCoP, which runs
+    polyc's code when the parameters have ``values`` and the original statements
+    otherwise. ``native`` is the compiled program (its manifest orders the entry's
+    arguments: every array and scalar of the SCoP, by name, in scope there)."""
     generator = c_generator.CGenerator()
-    original = copy.deepcopy(function)
-    original.decl.storage = ["static"]
-    original.decl.funcspec = []
-    _rename(original.decl, "polyc_original")
-    public = copy.deepcopy(function.decl)
-    public.storage = [s for s in public.storage if s not in ("static", "extern")]
-    public.funcspec = []
+    function = copy.deepcopy(kernel.kernel.function)
+    function.decl.storage = [s for s in function.decl.storage if s not in ("static", "extern")]
+    function.decl.funcspec = []
+    block, start, end = scop_span(function)
+    scop = c_ast.Compound(block.block_items[start:end])
+    block.block_items[start:end] = [c_ast.ID(_MARKER)]
     manifest = native.manifest
-    entries = [*manifest["inputs"], *manifest["outputs"]]
-    params = {v.name: v for v in kernel.kernel.parameters}
-    locals_, args, frees = [], [], []
-    for entry in entries:
-        name, shape, dtype = entry["name"], entry["shape"], entry["dtype"]
-        c_type = _C_TYPES[dtype]
-        if name in params:
-            args.append(f"(void *) {name}" if params[name].is_array else f"(void *) &{name}")
-        elif shape:
-            count = 1
-            for extent in shape:
-                count *= extent
-            locals_.append(f"  {c_type} *{name} = calloc({count}, sizeof({c_type}));")
-            frees.append(name)
-            args.append(f"(void *) {name}")
-        else:
-            locals_.append(f"  {c_type} {name} = 0;")
-            args.append(f"(void *) &{name}")
-    scratch = int(manifest["scratch_bytes"])
-    call_args = ", ".join([*args, "scratch"])
-    entry_args = ", ".join(["void *"] * (len(args) + 1))
+    names = [entry["name"] for entry in [*manifest["inputs"], *manifest["outputs"]]]
+    variables = kernel.kernel.variables
+    externs = []
+    args = []
+    for name in names:
+        variable = variables.get(name)
+        if variable is None:
+            raise CSourceError(f"{kernel.file}: polyc's code for {kernel.name} takes {name}, "
+                               "which the function does not declare")
+        if variable.global_:
+            if "static" in variable.decl.storage:
+                raise CSourceError(f"{kernel.file}: {kernel.name}'s SCoP uses the static "
+                                   f"variable {name}, which a library cannot reach")
+            decl = copy.deepcopy(variable.decl)
+            decl.storage, decl.init = ["extern"], None
+            externs.append(generator.visit(decl) + ";")
+        args.append(f"(void *) {name}" if variable.is_array else f"(void *) &{name}")
     condition = " && ".join(f"{p} == {v}" for p, v in values.items()) or "1"
-    forwarded = ", ".join(v.name for v in kernel.kernel.parameters)
+    call = ", ".join([*args, "polyc_scratch"])
+    polyc_block = "\n".join([
+        f"if ({condition}) {{  /* polyc's code, compiled for these values */",
+        f"  void *polyc_scratch = {_allocation(int(manifest['scratch_bytes']))};",
+        f"  {manifest['entry']}({call});",
+        "  free(polyc_scratch);",
+        "} else " + generator.visit(scop).rstrip(),
+    ])
+    body = generator.visit(function).replace(f"{_MARKER};", polyc_block, 1)
     typedefs = [generator.visit(ext) + ";" for ext in kernel.kernel.tree.ext
                 if isinstance(ext, c_ast.Typedef) and ext.coord is not None
                 and ext.coord.file == kernel.file]
-    lines = [
+    entry_args = ", ".join(["void *"] * (len(args) + 1))
+    return "\n".join([
         f"/* {kernel.name} from {kernel.file}: polyc's code for "
         f"{', '.join(f'{p}={v}' for p, v in values.items()) or 'its loops'}; other values",
         "   run the original loops. Written by polyc. */",
-        "#include <math.h>", "#include <stdlib.h>", "",
-        *typedefs,
+        "#include <math.h>", "#include <stdio.h>", "#include <stdlib.h>",
+        "#include <string.h>", "",
+        *typedefs, *externs,
         f"void {manifest['entry']}({entry_args});", "",
-        generator.visit(original), "",
-        generator.visit(public),
-        "{",
-        f"  if ({condition}) {{",
-        *["  " + line for line in locals_],
-        f"    void *scratch = {_allocation(scratch)};",
-        f"    {manifest['entry']}({call_args});",
-        *[f"    free({name});" for name in frees],
-        "    free(scratch);",
-        "    return;",
-        "  }",
-        f"  polyc_original({forwarded});",
-        "}", "",
-    ]
-    return "\n".join(lines)
+        body, "",
+    ])
 
 
 def _allocation(size: int) -> str:
@@ -101,14 +95,6 @@ def _allocation(size: int) -> str:
         return "NULL"
     rounded = (size + 63) // 64 * 64
     return f"aligned_alloc(64, {rounded})"
-
-
-def _rename(decl: c_ast.Decl, name: str) -> None:
-    decl.name = name
-    node = decl.type
-    while not isinstance(node, c_ast.TypeDecl):
-        node = node.type
-    node.declname = name
 
 
 def c_library(kernel: CKernel, path: str | os.PathLike, *, params=None, reads: Iterable = (),

@@ -47,7 +47,10 @@ class CKernel:
         # (a nest that reads a parameter's value is built at the parameters' values)
         values = {p: 1 for p in extraction.params} if extraction.reads_parameters else None
         nest = extraction.nest(values)
-        self.params = {p: kernel.call_values[p] for p in nest.params if p in kernel.call_values}
+        # (a parameter the function changes before its SCoP has another value there)
+        changed = extraction.written_in_function
+        self.params = {p: kernel.call_values[p] for p in nest.params
+                       if p in kernel.call_values and p not in changed}
         self.arrays = {name: (array.dtype, array.shape) for name, array in nest.arrays.items()}
         self._parametric = None if values else nest
 

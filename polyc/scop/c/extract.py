@@ -94,6 +94,8 @@ class Extraction:
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
         self.written = set().union(*(_written(item) for item in kernel.items))
+        # (anywhere in the function: a local set there is not its initial value)
+        self.written_in_function = _written(kernel.function.body)
         self.params: set[str] = set()
         self.used: dict[str, Variable] = {}
         self.statements: list[CStatement] = []
@@ -246,7 +248,8 @@ class Extraction:
             raise CSourceError(f"{where(node)}: {name} is a pointer or of a type polyc does "
                                "not compile (arrays need their extents: double A[N][M])")
         if not subscripts and variable.parameter is None and variable.decl is not None \
-                and variable.decl.init is not None and name not in self.written:
+                and variable.decl.init is not None and not variable.global_ \
+                and name not in self.written_in_function:
             values = Values(lambda ref: self._reference(ref, affine), self.kernel.typedefs)
             value, dtype = values.value(variable.decl.init)  # set once before the SCoP
             if isinstance(value, Const):

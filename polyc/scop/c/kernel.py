@@ -40,6 +40,7 @@ class Variable:
     extents: tuple = ()
     parameter: int | None = None  # its position among the function's parameters
     decl: c_ast.Decl | None = None
+    global_: bool = False  # declared at file scope
 
     @property
     def is_array(self) -> bool:
@@ -105,6 +106,24 @@ def _scop_block(body: c_ast.Compound) -> c_ast.Compound | None:
     return None
 
 
+def scop_span(function: c_ast.FuncDef) -> tuple[c_ast.Compound, int, int]:
+    """The block holding the SCoP and the range ``[start, end)`` of its items that the
+    SCoP takes, pragmas included (a function without pragmas: its items from the
+    first that is not a declaration)."""
+    block = _scop_block(function.body)
+    if block is None:
+        items = function.body.block_items or []
+        start = next((k for k, i in enumerate(items) if not isinstance(i, c_ast.Decl)),
+                     len(items))
+        return function.body, start, len(items)
+    items = block.block_items
+    start = next(k for k, i in enumerate(items)
+                 if isinstance(i, c_ast.Pragma) and i.string.strip() == "scop")
+    end = next(k for k in range(start + 1, len(items))
+               if isinstance(items[k], c_ast.Pragma) and items[k].string.strip() == "endscop")
+    return block, start, end + 1
+
+
 def _scop_items(function: c_ast.FuncDef) -> list[c_ast.Node]:
     block = _scop_block(function.body)
     if block is None:  # a named function without pragmas: its statements but declarations
@@ -165,6 +184,7 @@ def _globals(tree: c_ast.FileAST, types: dict[str, str]) -> dict[str, Variable]:
         if isinstance(ext, c_ast.Decl) and not isinstance(ext.type, c_ast.FuncDecl):
             variable = _variable(ext, None, types)
             if variable is not None:
+                variable.global_ = True
                 found[variable.name] = variable
     return found
 
@@ -197,11 +217,7 @@ def constant_int(node: c_ast.Node | None, values: dict[str, int] | None = None) 
     if isinstance(node, c_ast.Constant) and node.type in ("int", "long", "unsigned int",
                                                           "long int", "unsigned long int",
                                                           "long long int", "char"):
-        text = node.value.rstrip("uUlL")
-        try:
-            return int(text, 0) if not text.startswith("'") else ord(text[1])
-        except ValueError:
-            return None
+        return int_literal(node.value)
     if isinstance(node, c_ast.ID) and values and node.name in values:
         return values[node.name]
     if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+"):
@@ -219,6 +235,20 @@ def constant_int(node: c_ast.Node | None, values: dict[str, int] | None = None) 
             return a - b * (abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1))
         return {"+": a + b, "-": a - b, "*": a * b}[node.op]
     return None
+
+
+def int_literal(text: str) -> int | None:
+    """The value of a C integer or character literal (``10``, ``0x1f``, ``017``, ``42UL``,
+    ``'a'``), or None."""
+    if text.startswith("'"):
+        return ord(text[1]) if len(text) == 3 else None
+    digits = text.rstrip("uUlL")
+    try:
+        if len(digits) > 1 and digits.startswith("0") and digits.isdigit():
+            return int(digits, 8)
+        return int(digits, 0)
+    except ValueError:
+        return None
 
 
 def _call_values(tree: c_ast.FileAST, kernel: c_ast.FuncDef) -> dict[str, int]:

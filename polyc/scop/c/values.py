@@ -16,7 +16,7 @@ from pycparser import c_ast, c_generator
 
 from polyc.errors import CSourceError
 from polyc.frontend.core import FLOATS, Call, Const
-from polyc.scop.c.kernel import c_type, where
+from polyc.scop.c.kernel import c_type, int_literal, where
 
 # operand types, narrowest first: an operation takes the wider of its two (C's usual
 # arithmetic conversions, with char, short and bool promoted to int)
@@ -138,13 +138,9 @@ def convert(value, found: str, dtype: str):
     if found == dtype:
         return value
     if isinstance(value, Const):
-        return Const.of(np.array(value.value, dtype=_numpy(found)).astype(_numpy(dtype)).item(),
+        return Const.of(np.array(value.value, dtype=found).astype(dtype).item(),
                         dtype)
     return Call(f"cast_{dtype}", (value,))
-
-
-def _numpy(dtype: str) -> str:
-    return "bool_" if dtype == "bool" else dtype
 
 
 def _promoted(dtype: str) -> str:
@@ -169,11 +165,11 @@ def _constant(node: c_ast.Constant) -> tuple[Const, str]:
         value = float(text.rstrip("fFlL"))
         return (Const.of(value, "float32"), "float32") if single else \
             (Const.of(value, "float64"), "float64")
+    value = int_literal(text)
+    if value is None:
+        raise CSourceError(f"{where(node)}: the literal {text} is not supported")
     if node.type == "char":
-        return Const(ord(text[1:-1]) if len(text) == 3 else 0, "int32"), "int32"
-    digits = text.rstrip("uUlL")
-    value = int(digits, 8) if digits.startswith("0") and digits.isdigit() and len(digits) > 1 \
-        else int(digits, 0)
+        return Const(value, "int32"), "int32"
     dtype = "int32" if -2**31 <= value < 2**31 and "l" not in text.lower() else "int64"
     return Const(value, dtype), dtype
 
