@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE))
 from harness import write_rows  # noqa: E402
 
 import polyc  # noqa: E402
-from polyc.runtime.c_library import c_library  # noqa: E402
+from polyc.runtime.c_library import write_c_library  # noqa: E402
 from polyc.scop.c import caller_source, from_c  # noqa: E402
 
 POLYBENCH = ROOT / "third_party" / "polybench-c-4.2.1"
@@ -127,10 +127,11 @@ def measure(name: str, source: Path, size: str, repeat: int, folder: Path,
     clock = time.perf_counter()
     try:
         kernel = from_c(source, defines=defines, include=[UTILITIES])
-        c_library(kernel, folder / f"{name}_polyc.o",
-                  autoselect=None if autoselect == "off" else autoselect)
-        row["decision"] = _decision(kernel, autoselect)
+        compiled = kernel.compile(threads=1,
+                                  autoselect=None if autoselect == "off" else autoselect)
+        write_c_library(kernel, compiled.native, kernel.values(), folder / f"{name}_polyc.o")
         row["compile_s"] = time.perf_counter() - clock
+        row["decision"] = _decision(compiled)
         caller = folder / f"{name}_main.c"
         caller.write_text(caller_source(kernel))
         binary = folder / f"{name}_polyc"
@@ -165,12 +166,8 @@ def measure(name: str, source: Path, size: str, repeat: int, folder: Path,
     return row
 
 
-def _decision(kernel, autoselect: str) -> str:
-    """The schedule the library got (compiled again: the choice is deterministic for
-    the model; for measure, what the library's compile chose is not kept)."""
-    if autoselect != "model":
-        return autoselect
-    compiled = kernel.compile(threads=1)
+def _decision(compiled) -> str:
+    """The schedule the kernel got: the candidate autoselect chose, else Pluto's."""
     notes = [d for d in compiled.schedule.decisions if d.startswith("autoselect")]
     return notes[0].rsplit("-> ", 1)[1] if notes else "pluto"
 

@@ -58,23 +58,36 @@ def link_shared(objects: Sequence[bytes], path: Path,
     ``name`` (default: the file's)."""
     compiler = config.c_compiler()
     with tempfile.TemporaryDirectory(prefix="polyc-") as tmp:
-        paths = []
-        for k, data in enumerate(objects):
-            paths.append(str(Path(tmp, f"model{k}.o")))
-            Path(paths[-1]).write_bytes(data)
+        paths = object_files(objects, Path(tmp))
         data_path = Path(tmp, "constants.s")
         data_path.write_text(constants_assembly(constants or {}, Path(tmp)))
         command = [compiler, *LINK_FLAGS, "-o", str(path), *paths, str(data_path),
                    *LIBRARIES]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            run_tool(command, f"linking {name or path.name}")
         except OSError as error:
             raise CodegenError(f"cannot run the C compiler '{compiler}' ({error.strerror}); "
                                "install one or set POLYC_CC") from None
-        if done.returncode != 0:
-            lines = (done.stderr or done.stdout).strip().splitlines()[:MESSAGE_LINES]
-            raise CodegenError(f"linking {name or path.name} with '{compiler}' failed "
-                               f"(exit {done.returncode}): {' | '.join(lines)}")
+
+
+def object_files(objects: Sequence[bytes], folder: Path) -> list[str]:
+    """``objects`` written to ``model0.o``, ``model1.o``... in ``folder``; their paths."""
+    paths = []
+    for k, data in enumerate(objects):
+        paths.append(str(folder / f"model{k}.o"))
+        Path(paths[-1]).write_bytes(data)
+    return paths
+
+
+def run_tool(command: Sequence[str], what: str, error: type[Exception] = CodegenError) -> None:
+    """Run a tool of the C toolchain; ``error`` (``what`` with '<tool>' failed, and the
+    first lines of its messages) when it fails. A tool that cannot start raises its
+    OSError (the caller says which tool is missing and how to get one)."""
+    done = subprocess.run(list(command), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()[:MESSAGE_LINES]
+        raise error(f"{what} with '{command[0]}' failed (exit {done.returncode}): "
+                    f"{' | '.join(lines)}")
 
 
 def write_artifact(code: str | NativeCode, manifest: Mapping, path: str | os.PathLike,

@@ -16,19 +16,18 @@ from __future__ import annotations
 
 import copy
 import os
-import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from pycparser import c_ast, c_generator
+from pycparser import c_ast
 
 from polyc import config
 from polyc.errors import CSourceError, OutputError
-from polyc.runtime.aot import constants_assembly, link_shared
+from polyc.runtime.aot import constants_assembly, link_shared, object_files, run_tool
 from polyc.runtime.output import check_target, replacing
 from polyc.scop.c import CKernel
-from polyc.scop.c.kernel import scop_span
+from polyc.scop.c.kernel import as_c, scop_span
 
 FALLBACK_FLAGS = ("-O3", "-march=native", "-fPIC")
 _MARKER = "polyc_scop_goes_here"
@@ -39,7 +38,6 @@ def wrapper_source(kernel: CKernel, native, values: dict[str, int]) -> str:
     polyc's code when the parameters have ``values`` and the original statements
     otherwise. ``native`` is the compiled program (its manifest orders the entry's
     arguments: every array and scalar of the SCoP, by name, in scope there)."""
-    generator = c_generator.CGenerator()
     function = copy.deepcopy(kernel.kernel.function)
     function.decl.storage = [s for s in function.decl.storage if s not in ("static", "extern")]
     function.decl.funcspec = []
@@ -62,7 +60,7 @@ def wrapper_source(kernel: CKernel, native, values: dict[str, int]) -> str:
                                    f"variable {name}, which a library cannot reach")
             decl = copy.deepcopy(variable.decl)
             decl.storage, decl.init = ["extern"], None
-            externs.append(generator.visit(decl) + ";")
+            externs.append(as_c(decl) + ";")
         args.append(f"(void *) {name}" if variable.is_array else f"(void *) &{name}")
     condition = " && ".join(f"{p} == {v}" for p, v in values.items()) or "1"
     call = ", ".join([*args, "polyc_scratch"])
@@ -71,10 +69,10 @@ def wrapper_source(kernel: CKernel, native, values: dict[str, int]) -> str:
         f"  void *polyc_scratch = {_allocation(int(manifest['scratch_bytes']))};",
         f"  {manifest['entry']}({call});",
         "  free(polyc_scratch);",
-        "} else " + generator.visit(scop).rstrip(),
+        "} else " + as_c(scop).rstrip(),
     ])
-    body = generator.visit(function).replace(f"{_MARKER};", polyc_block, 1)
-    typedefs = [generator.visit(ext) + ";" for ext in kernel.kernel.tree.ext
+    body = as_c(function).replace(f"{_MARKER};", polyc_block, 1)
+    typedefs = [as_c(ext) + ";" for ext in kernel.kernel.tree.ext
                 if isinstance(ext, c_ast.Typedef) and ext.coord is not None
                 and ext.coord.file == kernel.file]
     entry_args = ", ".join(["void *"] * (len(args) + 1))
@@ -130,16 +128,13 @@ def write_c_library(kernel: CKernel, native, values: dict[str, int],
 
 def _relocatable(objects: Sequence[bytes], constants, path: Path, keep: str, tmp: Path
                  ) -> None:
-    paths = []
+    paths = object_files(objects, tmp)
     if constants:
         assembly = tmp / "constants.s"
         assembly.write_text(constants_assembly(constants, tmp))
         _run([config.c_compiler(), "-c", str(assembly), "-o", str(tmp / "constants.o")],
              "assembling the constants")
         paths.append(str(tmp / "constants.o"))
-    for k, data in enumerate(objects):
-        paths.append(str(tmp / f"part{k}.o"))
-        Path(paths[-1]).write_bytes(data)
     merged = tmp / "merged.o"
     _run([config.c_compiler(), "-r", "-nostdlib", "-o", str(merged), *paths],
          "merging the objects")
@@ -149,9 +144,6 @@ def _relocatable(objects: Sequence[bytes], constants, path: Path, keep: str, tmp
 
 def _run(command: list[str], what: str) -> None:
     try:
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        run_tool(command, what, CSourceError)
     except OSError as error:
         raise OutputError(f"{what}: cannot run {command[0]} ({error.strerror})") from None
-    if done.returncode != 0:
-        message = " | ".join((done.stderr or done.stdout).strip().splitlines()[:6])
-        raise CSourceError(f"{what} failed ({command[0]} exit {done.returncode}): {message}")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from polyc.islutil import flat_offset, union_maps
+from polyc.islutil import flat_offset, span, union_maps
 from polyc.scop.model import Scop
 
 VECTOR_BYTES = 64
@@ -196,8 +196,8 @@ def _volume(scop: Scop, domain: isl.Set) -> float:
         domain = domain.intersect_params(scop.context)
     volume = 1.0
     for d in range(domain.dim(isl.dim_type.set)):
-        low, high = domain.dim_min_val(d), domain.dim_max_val(d)
-        if not (low.is_int() and high.is_int()):
+        extent = span(domain, d)
+        if extent is None:
             return float("inf")
-        volume *= max(high.to_python() - low.to_python() + 1, 1)
+        volume *= max(extent, 1)
     return volume

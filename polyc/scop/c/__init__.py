@@ -20,11 +20,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
-from pycparser import c_generator
 
 from polyc.errors import CSourceError, NestError
 from polyc.scop.c.extract import CStatement, Extraction
-from polyc.scop.c.kernel import Kernel, find_kernel
+from polyc.scop.c.kernel import Kernel, as_c, find_kernel
 from polyc.scop.c.preprocess import parse_c
 from polyc.scop.model import Scop
 from polyc.scop.nest import LoopNest
@@ -127,7 +126,7 @@ def caller_source(kernel: CKernel) -> str:
     declaration.storage = [s for s in declaration.storage if s != "static"]
     declaration.funcspec = []
     tree.ext = [declaration if ext is function else ext for ext in tree.ext]
-    return c_generator.CGenerator().visit(tree)
+    return as_c(tree)
 
 
 def from_c(source: str | os.PathLike, *, function: str | None = None,

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pycparser import c_ast, c_generator
+from pycparser import c_ast
 
 from polyc.errors import CSourceError
-from polyc.scop.c.kernel import constant_int, where
+from polyc.scop.c.kernel import as_c, constant_int, where
 
 _COMPARISONS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "="}
 
@@ -48,7 +48,7 @@ class Affine:
             return self._binary(node)
         if isinstance(node, c_ast.TernaryOp):
             return self._min_max(node)
-        raise CSourceError(f"{where(node)}: {_c(node)} is not an affine expression of the loop "
+        raise CSourceError(f"{where(node)}: {as_c(node)} is not an affine expression of the loop "
                            f"iterators ({', '.join(self.iterators) or 'none'}) and int "
                            "parameters")
 
@@ -58,26 +58,26 @@ class Affine:
         if node.op == "*":
             left, right = constant_int(node.left), constant_int(node.right)
             if left is None and right is None:
-                raise CSourceError(f"{where(node)}: {_c(node)} multiplies two variables: "
+                raise CSourceError(f"{where(node)}: {as_c(node)} multiplies two variables: "
                                    "not affine")
             return f"({self.expr(node.left)} * {self.expr(node.right)})"
         if node.op in ("/", "%"):
             divisor = constant_int(node.right)
             if divisor is None or divisor <= 0:
-                raise CSourceError(f"{where(node)}: {_c(node)} divides by "
-                                   f"{_c(node.right)}: affine only by a positive constant")
+                raise CSourceError(f"{where(node)}: {as_c(node)} divides by "
+                                   f"{as_c(node.right)}: affine only by a positive constant")
             dividend = self.expr(node.left)
             self.dividends.append((dividend, node))
             return f"floor({dividend} / {divisor})" if node.op == "/" \
                 else f"({dividend} mod {divisor})"
-        raise CSourceError(f"{where(node)}: the operator {node.op} in {_c(node)} is not affine")
+        raise CSourceError(f"{where(node)}: the operator {node.op} in {as_c(node)} is not affine")
 
     def _min_max(self, node: c_ast.TernaryOp) -> str:
         """``a < b ? a : b`` (min) and its variants, as isl's min and max."""
         cond = node.cond
         if isinstance(cond, c_ast.BinaryOp) and cond.op in ("<", "<=", ">", ">="):
-            a, b = _c(cond.left), _c(cond.right)
-            then, other = _c(node.iftrue), _c(node.iffalse)
+            a, b = as_c(cond.left), as_c(cond.right)
+            then, other = as_c(node.iftrue), as_c(node.iffalse)
             smaller_first = cond.op in ("<", "<=")
             if (then, other) == (a, b):
                 fn = "min" if smaller_first else "max"
@@ -87,7 +87,7 @@ class Affine:
                 fn = None
             if fn is not None:
                 return f"{fn}({self.expr(cond.left)}, {self.expr(cond.right)})"
-        raise CSourceError(f"{where(node)}: the conditional expression {_c(node)} is not affine "
+        raise CSourceError(f"{where(node)}: the conditional expression {as_c(node)} is not affine "
                            "(only min and max, a < b ? a : b, are)")
 
     def condition(self, node: c_ast.Node) -> str:
@@ -106,10 +106,7 @@ class Affine:
         value = constant_int(node)
         if value is not None:
             return "true" if value else "false"
-        raise CSourceError(f"{where(node)}: the condition {_c(node)} is not affine (a "
+        raise CSourceError(f"{where(node)}: the condition {as_c(node)} is not affine (a "
                            "comparison of affine expressions of the loop iterators and int "
                            "parameters, with &&, || and !)")
 
-
-def _c(node: c_ast.Node) -> str:
-    return c_generator.CGenerator().visit(node)

@@ -17,19 +17,18 @@ import copy
 from dataclasses import dataclass
 
 import islpy as isl
-from pycparser import c_ast, c_generator
+from pycparser import c_ast
 
 from polyc.errors import CSourceError
-from polyc.frontend.core import Call, Const
+from polyc.frontend.core import INTEGER, Call, Const
 from polyc.islutil import read_with_params
 from polyc.scop.c.affine import Affine
-from polyc.scop.c.kernel import Kernel, Variable, constant_int, where
+from polyc.scop.c.kernel import Kernel, Variable, as_c, constant_int, where
 from polyc.scop.c.values import Values, common, convert
 from polyc.scop.nest import LoopNest
 from polyc.scop.nest_expr import Expr, Ref
 
 _UPDATES = {"+=": "add", "-=": "sub", "*=": "mul", "/=": "div"}
-_INTEGER = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ class CStatement:
         for child in _ids(node):
             if child.name in self.iterators:
                 child.name = f"({child.name})"
-        return _c(node)
+        return as_c(node)
 
     @property
     def domain(self) -> str:
@@ -158,7 +157,7 @@ class Extraction:
         variable = self.kernel.variables.get(name)
         if variable is None:
             raise CSourceError(f"{where(node)}: {name} is not declared")
-        if variable.is_array or variable.dtype not in _INTEGER:
+        if variable.is_array or variable.dtype not in INTEGER:
             raise CSourceError(f"{where(node)}: {name} ({_described(variable)}) is used in a "
                                "loop bound or subscript: only loop iterators and int "
                                "parameters are")
@@ -173,7 +172,7 @@ class Extraction:
         variable = self.kernel.variables.get(iterator)
         inline = isinstance(node.init, c_ast.DeclList)
         if not inline and (variable is None or variable.is_array
-                           or variable.dtype not in _INTEGER):
+                           or variable.dtype not in INTEGER):
             raise CSourceError(f"{where(node)}: the loop iterator {iterator} must be an int "
                                "variable")
         step = _step(node, iterator)
@@ -195,7 +194,7 @@ class Extraction:
         values = Values(lambda ref: self._reference(ref, affine), self.kernel.typedefs)
         if isinstance(node, c_ast.UnaryOp):
             if node.op not in ("p++", "++", "p--", "--"):
-                raise CSourceError(f"{where(node)}: {_c(node)} is not an assignment")
+                raise CSourceError(f"{where(node)}: {as_c(node)} is not an assignment")
             target_node, op, operand = node.expr, "+=" if "++" in node.op else "-=", None
         else:
             target_node, op, operand = node.lvalue, node.op, node.rvalue
@@ -206,14 +205,14 @@ class Extraction:
             value, found = values.value(operand)
         if op != "=":
             if op not in _UPDATES:
-                raise CSourceError(f"{where(node)}: the assignment {op} in {_c(node)} is not "
+                raise CSourceError(f"{where(node)}: the assignment {op} in {as_c(node)} is not "
                                    "supported (=, +=, -=, *=, /=)")
             update = c_ast.BinaryOp(op[0], target_node, c_ast.Constant("int", "0"))
             value, found = _updated(values, update, value, found)
         constraints = tuple(c for loop in loops for c in loop.constraints) + conds
         name = self._name()
         self.statements.append(CStatement(name, iterators, constraints, times, target,
-                                          convert(value, found, dtype), _c(node), node,
+                                          convert(value, found, dtype), as_c(node), node,
                                           tuple(affine.dividends)))
 
     def _name(self) -> str:
@@ -231,7 +230,7 @@ class Extraction:
             subscripts.insert(0, base.subscript)
             base = base.name
         if not isinstance(base, c_ast.ID):
-            raise CSourceError(f"{where(node)}: {_c(node)} is not an array element or a "
+            raise CSourceError(f"{where(node)}: {as_c(node)} is not an array element or a "
                                "variable")
         name = base.name
         variable = self.kernel.variables.get(name)
@@ -240,7 +239,7 @@ class Extraction:
         if name in affine.iterators:
             raise CSourceError(f"{where(node)}: the value of the loop iterator {name} in a "
                                "statement's expression is not supported")
-        if not subscripts and not variable.is_array and variable.dtype in _INTEGER \
+        if not subscripts and not variable.is_array and variable.dtype in INTEGER \
                 and name not in self.written:
             self._parameter(name, node)  # an int the SCoP reads only: a parameter's value
             return ParamValue(name), "int32"
@@ -255,7 +254,7 @@ class Extraction:
             if isinstance(value, Const):
                 return convert(value, dtype, variable.dtype), variable.dtype
         if len(subscripts) != len(variable.extents):
-            raise CSourceError(f"{where(node)}: {_c(node)} has {len(subscripts)} subscript(s), "
+            raise CSourceError(f"{where(node)}: {as_c(node)} has {len(subscripts)} subscript(s), "
                                f"{name} has {len(variable.extents)} dimension(s)")
         self.used[name] = variable
         index = tuple(affine.expr(s) for s in subscripts)
@@ -292,7 +291,7 @@ class Extraction:
                 shape.append(extent.name)
             else:
                 raise CSourceError(f"{where(variable.decl)}: an extent of {variable.name} is "
-                                   f"{'missing' if extent is None else _c(extent)}: polyc "
+                                   f"{'missing' if extent is None else as_c(extent)}: polyc "
                                    "needs constants or int parameters")
         return tuple(shape)
 
@@ -304,7 +303,7 @@ class Extraction:
             negative = read_with_params(isl.Set, nest.ctx, nest.params,
                                         f"{{ {space} : {where_negative} }}")
             if not negative.intersect_params(nest.context).is_empty():
-                raise CSourceError(f"{where(node)}: {_c(node)} divides a value that can be "
+                raise CSourceError(f"{where(node)}: {as_c(node)} divides a value that can be "
                                    "negative: C truncates it towards zero, polyc reads "
                                    "subscripts and bounds as affine with floor division")
 
@@ -323,7 +322,7 @@ def _start(node: c_ast.For) -> tuple[str, c_ast.Node]:
         return init.decls[0].name, init.decls[0].init
     if isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(init.lvalue, c_ast.ID):
         return init.lvalue.name, init.rvalue
-    raise CSourceError(f"{where(node)}: the loop's start {_c(init) if init else '(none)'} is "
+    raise CSourceError(f"{where(node)}: the loop's start {as_c(init) if init else '(none)'} is "
                        "not 'iterator = expression'")
 
 
@@ -343,7 +342,7 @@ def _step(node: c_ast.For, iterator: str) -> int:
             if value:
                 return value if step.rvalue.op == "+" else -value
     raise CSourceError(f"{where(node)}: the loop over {iterator} steps by "
-                       f"{_c(step) if step else '(nothing)'}: polyc reads constant steps "
+                       f"{as_c(step) if step else '(nothing)'}: polyc reads constant steps "
                        f"({iterator}++, {iterator} += 2, {iterator}--)")
 
 
@@ -415,8 +414,5 @@ def _kind(node: c_ast.Node) -> str:
              c_ast.FuncCall: "a function call", c_ast.Return: "a return",
              c_ast.Break: "a break", c_ast.Continue: "a continue", c_ast.Goto: "a goto",
              c_ast.Decl: "a declaration", c_ast.Switch: "a switch"}
-    return kinds.get(type(node), f"'{_c(node)}'")
+    return kinds.get(type(node), f"'{as_c(node)}'")
 
-
-def _c(node: c_ast.Node) -> str:
-    return c_generator.CGenerator().visit(node)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pycparser import c_ast
+from pycparser import c_ast, c_generator
 
 from polyc.errors import CSourceError
 
@@ -22,6 +22,11 @@ C_TYPES = {
     "long": "int64", "long long": "int64", "unsigned long": "uint64",
     "unsigned long long": "uint64", "_Bool": "bool",
 }
+
+
+def as_c(node: c_ast.Node) -> str:
+    """A syntax tree printed back as C, for messages and emitted code."""
+    return c_generator.CGenerator().visit(node)
 
 
 def where(node: c_ast.Node | None) -> str:

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from pycparser import c_ast, c_generator
+from pycparser import c_ast
 
 from polyc.errors import CSourceError
 from polyc.frontend.core import FLOATS, Call, Const
-from polyc.scop.c.kernel import c_type, int_literal, where
+from polyc.scop.c.kernel import as_c, c_type, int_literal, where
 
 # operand types, narrowest first: an operation takes the wider of its two (C's usual
 # arithmetic conversions, with char, short and bool promoted to int)
@@ -63,12 +63,12 @@ class Values:
         if isinstance(node, c_ast.Cast):
             dtype = c_type(node.to_type.type, self.typedefs)
             if dtype is None:
-                raise CSourceError(f"{where(node)}: cannot convert to {_c(node.to_type)}")
+                raise CSourceError(f"{where(node)}: cannot convert to {as_c(node.to_type)}")
             value, found = self.value(node.expr)
             return convert(value, found, dtype), dtype
         if isinstance(node, c_ast.FuncCall):
             return self._call(node)
-        raise CSourceError(f"{where(node)}: {_c(node)} is not an expression polyc compiles "
+        raise CSourceError(f"{where(node)}: {as_c(node)} is not an expression polyc compiles "
                            "(numbers, array elements, scalar variables, arithmetic, "
                            "comparisons, ?: and math functions)")
 
@@ -98,19 +98,19 @@ class Values:
             return Call("neg", (value,)), dtype
         if node.op == "+":
             return value, dtype
-        raise CSourceError(f"{where(node)}: the operator {node.op} in {_c(node)} is not "
+        raise CSourceError(f"{where(node)}: the operator {node.op} in {as_c(node)} is not "
                            "supported in a statement's expression")
 
     def _binary(self, node: c_ast.BinaryOp):
         if node.op in ("&&", "||") or node.op in _COMPARE or node.op == "!=":
             return _as_int(self.boolean(node))
         if node.op not in _ARITHMETIC:
-            raise CSourceError(f"{where(node)}: the operator {node.op} in {_c(node)} is not "
+            raise CSourceError(f"{where(node)}: the operator {node.op} in {as_c(node)} is not "
                                "supported in a statement's expression")
         (a, ta), (b, tb) = self.value(node.left), self.value(node.right)
         dtype = common(ta, tb)
         if node.op == "%" and dtype in FLOATS:
-            raise CSourceError(f"{where(node)}: % on {dtype} values in {_c(node)}")
+            raise CSourceError(f"{where(node)}: % on {dtype} values in {as_c(node)}")
         return Call(_ARITHMETIC[node.op], (convert(a, ta, dtype), convert(b, tb, dtype))), dtype
 
     def _operands(self, node: c_ast.BinaryOp) -> tuple[object, object]:
@@ -122,7 +122,7 @@ class Values:
     def _call(self, node: c_ast.FuncCall):
         name = node.name.name if isinstance(node.name, c_ast.ID) else None
         if name not in _LIBRARY:
-            raise CSourceError(f"{where(node)}: the call {_c(node)}: polyc compiles the math "
+            raise CSourceError(f"{where(node)}: the call {as_c(node)}: polyc compiles the math "
                                f"functions {', '.join(sorted(_LIBRARY))} in a SCoP")
         fn, dtype = _LIBRARY[name]
         args = node.args.exprs if node.args else []
@@ -173,6 +173,3 @@ def _constant(node: c_ast.Constant) -> tuple[Const, str]:
     dtype = "int32" if -2**31 <= value < 2**31 and "l" not in text.lower() else "int64"
     return Const(value, dtype), dtype
 
-
-def _c(node: c_ast.Node) -> str:
-    return c_generator.CGenerator().visit(node)
