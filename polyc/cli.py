@@ -294,6 +294,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="fusion policy: smart (default), none or max")
     group.add_argument("--tile", action=argparse.BooleanOptionalAction, default=None,
                        help="tile permutable loop bands (default: on)")
+    group.add_argument("--split", action=argparse.BooleanOptionalAction, default=None,
+                       help="split a statement at the iteration through which its "
+                            "innermost loop carries a dependence (default: on)")
+    group.add_argument("--expand", action=argparse.BooleanOptionalAction, default=None,
+                       help="expand local scalars set in each iteration of loops into "
+                            "arrays over those loops (default: on)")
     group.add_argument("--threads", type=positive_int, metavar="N",
                        help="threads of parallel loops (default: 1 for a C kernel)")
     group.add_argument("--autoselect", choices=("model", "measure", "off"),
@@ -464,6 +470,7 @@ def cc_command(args) -> None:
     kernel = from_c(Path(args.source), function=args.function, defines=args.defines,
                     include=args.includes)
     options = {"scheduler": args.scheduler, "fuse": args.fuse, "tile": args.tile,
+               "split": args.split, "expand": args.expand,
                "threads": args.threads if args.threads is not None else 1}
     if args.autoselect is not None:
         options["autoselect"] = None if args.autoselect == "off" else args.autoselect
@@ -479,7 +486,12 @@ def cc_command(args) -> None:
     compiled = kernel.compile(params=dict(args.param) or None, **_given(options))
     if args.emit_c:
         from polyc.codegen.c_text import c_text
-        print(c_text(compiled.compilation.program, kernel.macros()), end="")
+        scalars = {name for name, (_, shape) in kernel.arrays.items() if shape == ()}
+        notes = [f"{a.tensor} expanded by polyc: {a.name}[{']['.join(map(str, a.shape))}], "
+                 "an element per iteration of the loops around it"
+                 for a in compiled.compilation.scop.arrays
+                 if a.tensor in scalars and a.shape != ()]
+        print(c_text(compiled.compilation.program, kernel.macros(), notes), end="")
         return
     if args.inspect:
         print(compiled.inspect())

@@ -521,6 +521,28 @@ def pad_range(relation: isl.Map, n_out: int) -> isl.Map:
     return result
 
 
+def innermost_dim(relation: isl.Map) -> int | None:
+    """The last dimension of ``relation``'s range (a statement's times) along which its
+    instances vary, given the dimensions before it; None when no dimension does."""
+    times = relation.range()
+    n = times.dim(isl.dim_type.set)
+    for depth in range(n - 1, -1, -1):
+        upto = times.project_out(isl.dim_type.set, depth + 1, n - depth - 1)
+        step = isl.Map.from_range(upto).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0,
+                                                  depth)
+        if not step.is_single_valued():
+            return depth
+    return None
+
+
+def same_outer(n: int, depth: int, space: isl.Space) -> isl.Map:
+    """Pairs of times equal before ``depth`` and different at it."""
+    equal = isl.Map.universe(space)
+    for d in range(depth):
+        equal = equal.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
+    return equal.subtract(equal.equate(isl.dim_type.in_, depth, isl.dim_type.out, depth))
+
+
 def schedule_from_maps(domain: isl.UnionSet, maps: Sequence[isl.Map]) -> isl.Schedule:
     """A schedule tree with one band: statement instances ordered by their ``maps``
     (each padded with zeros to the longest), e.g. ``S1[t, i] -> [t, 0, i]``."""

@@ -45,8 +45,10 @@ from polyc.limits import check_memory, tensor_bytes
 from polyc.scheduler import ScheduleResult, check_legality, schedule
 from polyc.scop.build import build_scop
 from polyc.scop.dependences import compute_dependences
+from polyc.scop.expand import expand_scalars
 from polyc.scop.model import Scop
 from polyc.scop.params import bind_parameters, check_values
+from polyc.scop.split import split_index_sets
 from polyc.tiling import tile
 from polyc.tiling.microkernel import Blocking, as_blocking
 from polyc.tiling.parallel import parallelize
@@ -79,6 +81,8 @@ class Options:
     # loop nests: None (the scheduler and tiling given), "model" (the cheapest of a few
     # schedules by polyc.scheduler.cost), "measure" (the fastest when run)
     autoselect: str | None = None
+    split: bool = True  # split statements where that makes a loop parallel (scop.split)
+    expand: bool = True  # expand scratch scalars over the loops around them (scop.expand)
 
     def __post_init__(self):
         if self.winograd not in WINOGRAD_CHOICES:
@@ -234,6 +238,10 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     (``options.symbolic``), which become arguments of the generated code."""
     scop, inlined = stages.run("inline", inline_temporaries, scop, policy=options.fuse)
     scop = stages.run("dependences", compute_dependences, scop)
+    if options.expand:
+        scop = stages.run("expand", expand_scalars, scop, options.params)
+    if options.split:
+        scop = stages.run("split", split_index_sets, scop)
     config.log_section(config.SYSTEMS, "dependences", lambda: str(scop.dependences))
     groups = stages.run("fusion", fuse, scop, policy=options.fuse, inlined=inlined)
     scheduled = stages.run("schedule", schedule, scop, groups, scheduler=options.scheduler)
@@ -349,7 +357,7 @@ def build(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool =
           tile_size=None, blocking=None,
           threads: int | None = None, profile: bool = False,
           winograd: str = DEFAULT_WINOGRAD,
-          memory_limit: int | None = None,
+          memory_limit: int | None = None, split: bool = False, expand: bool = False,
           cache: bool | None = None) -> "CompiledModel":
     """Compile ``model`` (path, bytes or ModelProto) to native code, not yet loaded
     (:func:`compile_model` loads it). ``shapes`` (``{"x": (1, 3, 224, 224)}``) fixes
@@ -369,14 +377,19 @@ def build(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool =
     (F(2x2, 3x3), as accurate as a direct conv), ``"4x4"`` (F(4x4, 3x3), faster, a few
     times a direct conv's rounding error) or ``"off"`` (direct); ``memory_limit`` (bytes,
     default this machine's memory) bounds what one call needs, inputs, outputs,
-    constants and scratch (:mod:`polyc.limits`); ``cache`` (default: on unless
-    ``POLYC_CACHE=0``) reads and writes the compile cache (:mod:`polyc.cache`): a model
-    compiled before with the same options loads without compiling."""
+    constants and scratch (:mod:`polyc.limits`); ``split=True`` splits statements where
+    that makes a loop parallel (:mod:`polyc.scop.split`; on for loop nests, off for
+    models until it is tested on them), ``expand=True``
+    expands scratch scalars (:mod:`polyc.scop.expand`; models have none); ``cache``
+    (default: on unless ``POLYC_CACHE=0``) reads and writes the compile cache
+    (:mod:`polyc.cache`): a model compiled before with the same options loads without
+    compiling."""
     options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
                       shapes=dict(shapes) if shapes else None,
                       dims=dict(dims) if dims else None,
                       symbolic=_names(symbolic), threads=threads, profile=bool(profile),
-                      winograd=winograd, memory_limit=memory_limit)
+                      winograd=winograd, memory_limit=memory_limit, split=bool(split),
+                      expand=bool(expand))
     return build_model(model, options, cache=cache)
 
 
@@ -387,7 +400,8 @@ def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
                  fast_math: bool = True, tile: bool = True,
                  tile_size=None, blocking=None,
                  threads: int | None = None, profile: bool = False,
-                 autoselect: str | None = None) -> "CompiledModel":
+                 autoselect: str | None = None, split: bool = True,
+                 expand: bool = True) -> "CompiledModel":
     """Compile a SCoP (e.g. a :class:`polyc.scop.nest.LoopNest`'s) at the parameter
     values ``params``, but for the parameters in ``symbolic``, which the code takes at
     run time (read from the array shapes that name them); its ``run`` returns every
@@ -402,7 +416,8 @@ def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
     options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
                       params=values or None, symbolic=symbolic, threads=threads,
                       profile=bool(profile),
-                      autoselect="model" if autoselect == "model" else None)
+                      autoselect="model" if autoselect == "model" else None,
+                      split=bool(split), expand=bool(expand))
 
     def compile_with(scheduler: str, tile: bool) -> CompiledModel:
         chosen = replace(options, scheduler=scheduler, tile=tile)

@@ -20,7 +20,14 @@ import islpy as isl
 
 from polyc.codegen.vector import UNROLL
 from polyc.errors import CodegenError
-from polyc.islutil import budget, flat_offset, statement_names
+from polyc.islutil import (
+    budget,
+    flat_offset,
+    same_outer,
+    statement_names,
+    union_maps,
+    united,
+)
 from polyc.scop.model import Array, Scop, Statement, extent_expr
 
 # isl operations for the AST of one schedule (some minutes at 2-3 million a second;
@@ -87,9 +94,31 @@ class LoopProgram:
     extents: Mapping[str, isl.AstExpr] = field(default_factory=dict)
     # array -> the array whose memory it uses (written in place, polyc.codegen.inplace)
     storage: Mapping[str, str] = field(default_factory=dict)
+    # per for node (annotated ``L<k>``): its statement instances -> their times up to
+    # and including its own; and the SCoP's dependences (None: unknown)
+    loop_times: tuple[isl.UnionMap, ...] = ()
+    dependences: isl.UnionMap | None = None
 
     def instance(self, node: isl.AstNode) -> Instance:
         return self.instances[int(node.get_annotation().get_name()[1:])]
+
+    def carries_nothing(self, node: isl.AstNode) -> bool:
+        """Whether no dependence joins instances in two iterations of the for
+        ``node`` within one iteration of the loops around it: its iterations may run
+        in any order, or at once (False when that is not known)."""
+        annotation = None if self.dependences is None else node.get_annotation()
+        name = "" if annotation is None else annotation.get_name()
+        if not name.startswith("L"):
+            return False
+        times = self.loop_times[int(name[1:])]
+        pairs = self.dependences.apply_domain(times).apply_range(times)
+        if pairs.is_empty():
+            return True
+        for relation in union_maps(pairs):
+            n = relation.dim(isl.dim_type.in_)
+            if not relation.intersect(same_outer(n, n - 1, relation.get_space())).is_empty():
+                return False
+        return True
 
     def memory(self, array: str) -> str:
         """The array whose memory ``array`` uses: itself, or the one it is written into."""
@@ -132,8 +161,19 @@ def build_ast(scop: Scop, schedule: isl.Schedule, storage: Mapping[str, str] | N
             failures.append(err)
             return node
 
+    loop_times: list[isl.UnionMap] = []
+
+    def before_each_for(build: isl.AstBuild) -> isl.Id:
+        try:
+            loop_times.append(united([isl.UnionMap.from_map(m.flatten_range())
+                                      for m in union_maps(build.get_schedule())]))
+        except BaseException as err:  # noqa: BLE001 - raised after the build
+            failures.append(err)
+        return isl.Id(f"L{len(loop_times) - 1}", context=scop.ctx)
+
     build = isl.AstBuild.from_context(_context(scop))
     build, _keepalive = build.set_at_each_domain(at_each_domain)
+    build, _keepalive_for = build.set_before_each_for(before_each_for)
     try:
         with budget(scop.ctx, operations or OPERATIONS, "AST generation"):
             root = build.node_from_schedule(_name_unrolled_loops(schedule))
@@ -141,8 +181,9 @@ def build_ast(scop: Scop, schedule: isl.Schedule, storage: Mapping[str, str] | N
         raise CodegenError(f"isl AST generation failed: {err}") from err
     if failures:
         raise CodegenError(f"AST generation callback failed: {failures[0]!r}") from failures[0]
+    deps = None if scop.dependences is None else scop.dependences.all
     return LoopProgram(root, tuple(instances), {a.name: a for a in scop.arrays},
-                       _extent_exprs(scop), dict(storage or {}))
+                       _extent_exprs(scop), dict(storage or {}), tuple(loop_times), deps)
 
 
 def _name_unrolled_loops(schedule: isl.Schedule) -> isl.Schedule:

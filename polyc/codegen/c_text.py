@@ -7,24 +7,32 @@ polyc added (copies that pack an operand) are listed in a comment.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from polyc.codegen.ast import LoopProgram
 
 
-def c_text(program: LoopProgram, macros: Mapping[str, tuple[tuple[str, ...], str]]) -> str:
+def c_text(program: LoopProgram, macros: Mapping[str, tuple[tuple[str, ...], str]],
+           notes: Sequence[str] = ()) -> str:
     """The loops of ``program`` as C; ``macros`` maps statement names to their
-    iterators and C text (iterators parenthesised)."""
-    names = sorted({instance.statement.name for instance in program.instances},
-                   key=_natural)
-    lines = []
+    iterators and C text (iterators parenthesised); ``notes`` are comment lines."""
+    wholes = {instance.statement.name: instance.statement.whole
+              for instance in program.instances}
+    names = sorted(wholes, key=_natural)
+    lines, defined = [], set()
     for name in names:
-        if name in macros:
-            iterators, text = macros[name]
-            lines.append(f"#define {name}({', '.join(iterators)}) {text}")
-    added = [n for n in names if n not in macros]
+        whole = wholes[name] if name not in macros else name
+        if whole in macros and whole not in defined:
+            iterators, text = macros[whole]
+            lines.append(f"#define {whole}({', '.join(iterators)}) {text}")
+            defined.add(whole)
+        if whole != name and whole in macros:
+            iterators = ", ".join(macros[whole][0])
+            lines.append(f"#define {name}({iterators}) {whole}({iterators})")
+    added = [n for n in names if n not in macros and wholes[n] not in macros]
     if added:
         lines.append(f"/* added by polyc (copies that pack an operand): {', '.join(added)} */")
+    lines += [f"/* {note} */" for note in notes]
     return "\n".join(lines + ["", program.root.to_C_str().rstrip(), ""])
 
 

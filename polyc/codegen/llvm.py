@@ -17,7 +17,8 @@ shapes are computed row-major from those values.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import islpy as isl
@@ -61,7 +62,7 @@ def emit_module(scop: Scop, program: LoopProgram | None, plan: BufferPlan, *,
     _entry(module, kernel, scop, program, plan, _constants(module, scop, plan))
     if plan.symbolic:
         _scratch_function(module, scop, program, plan)
-    return str(module)
+    return _text(module)
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,18 @@ def emit_nests(scop: Scop, program: LoopProgram, prefix: str, *, fast_math: bool
         found.append(Nest(fn.name, arrays))
     if not fast_math:
         _drop_fast_math(module)
-    return str(module), found
+    return _text(module), found
+
+
+def _text(module: ir.Module) -> str:
+    """The module's IR, each access group of a parallel loop
+    (:meth:`_LoopEmitter._parallel_group`, a node naming :data:`ACCESS_GROUP` until
+    then) made the empty ``distinct`` node LLVM requires (llvmlite prints none)."""
+    return re.sub(rf'^(![0-9]+) = !{{\s*!"{ACCESS_GROUP}[0-9]+"\s*}}$', r"\1 = distinct !{}",
+                  str(module), flags=re.M)
+
+
+ACCESS_GROUP = "polyc.access.group."
 
 
 def _drop_fast_math(module: ir.Module) -> None:
@@ -227,19 +239,29 @@ def _emit_part(module: ir.Module, node: isl.AstNode, program: LoopProgram,
     return fn, arrays
 
 
-def loop_hints(module: ir.Module, *, vectorize: bool = True) -> ir.MDValue:
+def loop_hints(module: ir.Module, *, vectorize: bool = True,
+               parallel: ir.MDValue | None = None, unroll: bool = False) -> ir.MDValue:
     """A fresh ``llvm.loop`` id for an innermost loop: no unrolling by LLVM's loop
     unroller, which fully unrolls short loops before the vectorizer sees them and then
     vectorizes the copies badly (the vectorizer still interleaves); with ``vectorize``
     False, no vectorizing but unrolling as LLVM likes (a loop of vector statements).
-    llvmlite has no ``distinct`` nodes: the id refers to itself, and a counter keeps
-    ids apart."""
-    if vectorize:
-        hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])
-    else:
-        hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
-                                    ir.Constant(I1, 0)])
-    return _loop_id(module, hint)
+    ``parallel`` (an access group) adds ``llvm.loop.parallel_accesses`` of it, and then
+    the unroller is left alone when ``unroll``. llvmlite has no ``distinct`` nodes: the
+    id refers to itself, and a node naming a counter keeps ids apart (a node: LLVM reads
+    every operand of a loop id after the first as one, and aborted on a bare string
+    once a loop had ``parallel_accesses``)."""
+    hints = []
+    if not vectorize:
+        hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
+                                          ir.Constant(I1, 0)]))
+    elif not unroll:
+        hints.append(module.add_metadata([ir.MetaDataString(module,
+                                                            "llvm.loop.unroll.disable")]))
+    if parallel is not None:
+        hints.append(module.add_metadata([ir.MetaDataString(module,
+                                                            "llvm.loop.parallel_accesses"),
+                                          parallel]))
+    return _loop_id(module, *hints)
 
 
 def unroll_hint(module: ir.Module) -> ir.MDValue:
@@ -248,9 +270,10 @@ def unroll_hint(module: ir.Module) -> ir.MDValue:
         [ir.MetaDataString(module, "llvm.loop.unroll.full")]))
 
 
-def _loop_id(module: ir.Module, hint: ir.MDValue) -> ir.MDValue:
+def _loop_id(module: ir.Module, *hints: ir.MDValue) -> ir.MDValue:
     count = len(module.metadata)
-    loop_id = module.add_metadata([hint, ir.MetaDataString(module, f"polyc.loop.{count}")])
+    loop_id = module.add_metadata([*hints, module.add_metadata(
+        [ir.MetaDataString(module, f"polyc.loop.{count}")])])
     loop_id.operands = (loop_id, *loop_id.operands)
     return loop_id
 
@@ -287,6 +310,14 @@ def _most_iterations(init: isl.AstExpr, last: isl.AstExpr) -> int | None:
     spans = [vector.difference(last.op_get_arg(k), init) for k in range(last.op_get_n_arg())]
     known = [span for span in spans if span is not None]
     return min(known) + 1 if known and min(known) >= 0 else None
+
+
+def _users(node: isl.AstNode) -> Iterator[isl.AstNode]:
+    """The user nodes (statement instances) below ``node``."""
+    if node.get_type() == isl.ast_node_type.user:
+        yield node
+    for child in children(node):
+        yield from _users(child)
 
 
 def _contains_loop(node: isl.AstNode) -> bool:
@@ -548,7 +579,11 @@ class _LoopEmitter:
         step = b.add(b.load(slot, typ=I64), self.int_value(node.for_get_inc()))
         b.store(step, slot)
         latch = b.branch(header)
-        if self._short_inner_loop(node):
+        group = self._parallel_group(node, body)
+        if group is not None:
+            latch.set_metadata("llvm.loop", loop_hints(
+                self.fn.module, parallel=group, unroll=not self._short_inner_loop(node)))
+        elif self._short_inner_loop(node):
             latch.set_metadata("llvm.loop", loop_hints(self.fn.module))
         elif self.register_tile and self._accumulations(node.for_get_body()):
             # a register tile's unrolled updates (the k loops): in a partial tile of
@@ -558,6 +593,37 @@ class _LoopEmitter:
             # loops of a tile, such as a sigmoid epilogue's, gain from the vectorizer
             latch.set_metadata("llvm.loop", loop_hints(self.fn.module, vectorize=False))
         b.position_at_end(exit_)
+
+    def _parallel_group(self, node: isl.AstNode, body: ir.Block) -> ir.MDValue | None:
+        """For an innermost loop whose iterations carry no dependence
+        (:meth:`LoopProgram.carries_nothing`), over arrays of their own memory (none a
+        temporary, none written in place of another): its memory accesses (in
+        ``body`` and the blocks made after it) put in an access group, which is returned for the
+        loop's ``llvm.loop.parallel_accesses``: LLVM's vectorizer then needs no
+        run-time check that the arrays' elements do not overlap. Else None."""
+        if self.register_tile or self.vector or _contains_loop(node.for_get_body()):
+            return None
+        shared = set(self.program.storage) | set(self.program.storage.values())
+        for user in _users(node.for_get_body()):
+            statement = self.program.instance(user).statement
+            for access in (statement.write, *statement.reads):
+                array = self.program.arrays.get(access.array)
+                if array is None or array.kind == "temp" or access.array in shared:
+                    return None
+        if not self.program.carries_nothing(node):
+            return None
+        module = self.fn.module  # (a group of its own: a node naming it until printed)
+        group = module.add_metadata(
+            [ir.MetaDataString(module, f"{ACCESS_GROUP}{len(module.metadata)}")])
+        blocks = self.fn.blocks
+        for block in blocks[blocks.index(body):]:  # (all made since: the loop's)
+            for instruction in block.instructions:
+                pointer = instruction.operands[0] if isinstance(instruction, ir.LoadInstr) \
+                    else instruction.operands[1] if isinstance(instruction, ir.StoreInstr) \
+                    else None
+                if pointer is not None and not isinstance(pointer, ir.AllocaInstr):
+                    instruction.set_metadata("llvm.access.group", group)
+        return group
 
     def _accumulations(self, node: isl.AstNode) -> bool:
         """Whether ``node`` (under marks) is statement instances that each update the

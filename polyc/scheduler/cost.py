@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from polyc.islutil import flat_offset, span, union_maps
+from polyc.islutil import flat_offset, innermost_dim, same_outer, span, union_maps
 from polyc.scop.model import Scop
 
 VECTOR_BYTES = 64
@@ -60,19 +60,20 @@ def estimate(scop: Scop, schedule: isl.Schedule, *, fast_math: bool = True,
         schedule.get_map(), scop))}
     deps = _bound(scop.dependences.all, scop)
     cost, instances, vectorized, scalar = 0.0, 0.0, [], []
+    depths = {name: innermost_dim(relation) for name, relation in times.items()}
     for statement in scop.statements:
         relation = times.get(statement.name)
         if relation is None:
             continue
-        depth = _innermost(relation)
+        depth = depths[statement.name]
         lanes = 1
         dtype_lanes = max(1, VECTOR_BYTES // _BYTES.get(
             scop.array(statement.write.array).dtype, 8))
         if statement.name in register_tiled:
             lanes = dtype_lanes * REGISTER_TILE_GAIN
-        elif depth is not None and _parallel(statement, relation, depth, times, deps,
-                                           fast_math) and _unit_strides(scop, statement,
-                                                                         relation, depth):
+        elif depth is not None and not _holds_loops(statement.name, depth, times, depths) \
+                and _parallel(statement, relation, depth, times, deps, fast_math) \
+                and _unit_strides(scop, statement, relation, depth):
             lanes = dtype_lanes
         (vectorized if lanes > 1 else scalar).append(statement.name)
         volume = _volume(scop, statement.domain)
@@ -108,28 +109,6 @@ def _bound(umap: isl.UnionMap, scop: Scop) -> isl.UnionMap:
     return umap if scop.context is None else umap.intersect_params(scop.context)
 
 
-def _innermost(relation: isl.Map) -> int | None:
-    """The last time dimension along which the statement's instances vary, given the
-    dimensions before it."""
-    times = relation.range()
-    n = times.dim(isl.dim_type.set)
-    for depth in range(n - 1, -1, -1):
-        upto = times.project_out(isl.dim_type.set, depth + 1, n - depth - 1)
-        step = isl.Map.from_range(upto).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0,
-                                                  depth)
-        if not step.is_single_valued():
-            return depth
-    return None
-
-
-def _same_loop(n: int, depth: int, space: isl.Space) -> isl.Map:
-    """Pairs of times equal before ``depth`` and different at it."""
-    equal = isl.Map.universe(space)
-    for d in range(depth):
-        equal = equal.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
-    return equal.subtract(equal.equate(isl.dim_type.in_, depth, isl.dim_type.out, depth))
-
-
 def _parallel(statement, relation: isl.Map, depth: int, times: dict[str, isl.Map],
               deps: isl.UnionMap, fast_math: bool) -> bool:
     """No dependence between an instance of ``statement`` and another in the same
@@ -145,13 +124,38 @@ def _parallel(statement, relation: isl.Map, depth: int, times: dict[str, isl.Map
         n = pairs.dim(isl.dim_type.in_)
         if depth >= n:
             continue
-        carried = pairs.intersect(_same_loop(n, depth, pairs.get_space()))
+        carried = pairs.intersect(same_outer(n, depth, pairs.get_space()))
         if carried.is_empty():
             continue
         if fast_math and source == sink == name and _reduction(statement, relation, depth):
             continue
+        if source != sink and _apart(times[source], times[sink], depth):
+            continue
         return False
     return True
+
+
+def _holds_loops(name: str, depth: int, times: dict[str, isl.Map],
+                 depths: dict[str, int | None]) -> bool:
+    """Whether the statement's innermost loop (time dimension ``depth``) is also a
+    loop of another statement with a loop inside it: not an innermost loop, which
+    LLVM does not vectorize."""
+    return any(d is not None and d > depth and other != name
+               and not _apart(times[name], times[other], depth)
+               and not _apart(times[other], times[name], depth)
+               for other, d in depths.items())
+
+
+def _apart(first: isl.Map, second: isl.Map, depth: int) -> bool:
+    """Whether, in every iteration of the loops outside time dimension ``depth``, the
+    first statement's instances all come before the second's at ``depth``: each then
+    has a loop of its own there (isl's AST generator separates them), which a
+    dependence between the two does not tie (the pieces of a statement split where
+    the loop carried a dependence, :mod:`polyc.scop.split`)."""
+    pairs = isl.Map.from_domain_and_range(first.range(), second.range())
+    for d in range(depth):
+        pairs = pairs.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
+    return pairs.order_ge(isl.dim_type.in_, depth, isl.dim_type.out, depth).is_empty()
 
 
 def _reduction(statement, relation: isl.Map, depth: int) -> bool:
@@ -192,8 +196,17 @@ def _stride(access: isl.Map, relation: isl.Map, depth: int,
 
 
 def _volume(scop: Scop, domain: isl.Set) -> float:
+    """The volume of the domain's bounding box, over the dimensions that are not a
+    function of the others (``S[k, i, j = k]`` counts k and i)."""
     if scop.context is not None:
         domain = domain.intersect_params(scop.context)
+    for d in range(domain.dim(isl.dim_type.set) - 1, -1, -1):
+        n = domain.dim(isl.dim_type.set)
+        others = isl.Map.from_range(domain).move_dims(isl.dim_type.in_, 0, isl.dim_type.out,
+                                                      0, d)
+        others = others.move_dims(isl.dim_type.in_, d, isl.dim_type.out, 1, n - d - 1)
+        if n > 1 and others.is_single_valued():
+            domain = domain.project_out(isl.dim_type.set, d, 1)
     volume = 1.0
     for d in range(domain.dim(isl.dim_type.set)):
         extent = span(domain, d)

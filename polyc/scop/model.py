@@ -194,6 +194,7 @@ class Statement:
     node: str = ""  # the ONNX node, for messages
     inlined: tuple[str, ...] = ()  # ONNX nodes of producers inlined into it (profiles)
     recurrent: bool = False  # in a Recurrence's time loop, with the other steps of its op
+    whole: str = ""  # the statement this is a piece of (polyc.scop.split), if any
 
     def __str__(self) -> str:
         return f"{self.name}: W = {self.body}"

@@ -69,16 +69,20 @@ class LoopNest:
         self.arrays: dict[str, NestArray] = {}
         self._statements: list[tuple[Statement, isl.Map | None]] = []
 
-    def array(self, name: str, shape: Sequence[int | str], dtype: str = "float32"
-              ) -> NestArray:
+    def array(self, name: str, shape: Sequence[int | str], dtype: str = "float32", *,
+              scratch: bool = False) -> NestArray:
         """Declare an array of ``dtype`` (a numeric type of :data:`polyc.frontend.core.DTYPES`);
-        extents are ints or affine text over the parameters; shape ``()`` is a scalar."""
+        extents are ints or affine text over the parameters; shape ``()`` is a scalar.
+        A ``scratch`` array's value after the nest is not wanted (a C function's local
+        variable): unless the nest reads its initial value it is a temporary, neither
+        given nor returned, which polyc may expand (:mod:`polyc.scop.expand`)."""
         self._check_new_name(name, "array")
         if isinstance(shape, (str, int)):
             raise NestError(f"the shape of {name} must be a tuple, e.g. ({shape!r},)")
         if dtype not in NUMERIC:
             raise NestError(f"array {name}: dtype {dtype!r} is not one of {', '.join(NUMERIC)}")
         array = NestArray(self, name, tuple(self._extent(name, e) for e in shape), dtype)
+        array.scratch = bool(scratch)
         self.arrays[name] = array
         return array
 
@@ -117,8 +121,9 @@ class LoopNest:
         scop = Scop(ctx=self.ctx, arrays=(), statements=statements, order=self._order(),
                     constants={}, params=self.params, context=self.context)
         live_in = live_in_arrays(scop)
-        arrays = tuple(Array(a.name, a.name, a.shape, "inout" if a.name in live_in else "result",
-                             a.dtype) for a in self.arrays.values())
+        arrays = tuple(Array(a.name, a.name, a.shape, "inout" if a.name in live_in else
+                             "temp" if a.scratch else "result", a.dtype)
+                       for a in self.arrays.values())
         return Scop(ctx=self.ctx, arrays=arrays, statements=statements, order=scop.order,
                     constants={}, params=self.params, context=self.context)
 
@@ -128,7 +133,7 @@ class LoopNest:
                 fuse: str = "smart", check: bool = True, fast_math: bool = True,
                 tile: bool = True, tile_size=None, blocking=None,
                 threads: int | None = None, profile: bool = False,
-                autoselect: str | None = None):
+                autoselect: str | None = None, split: bool = True, expand: bool = True):
         """Native code for the nest at these parameter values: a
         :class:`polyc.pipeline.CompiledModel` whose ``run({array: value})`` returns every
         array's final value (given arrays are copied, omitted ``result`` arrays start at 0).
@@ -137,13 +142,15 @@ class LoopNest:
         The nest is one fusion group: ``fuse`` (none / smart / max, or Pluto's nofuse /
         smartfuse / maxfuse) is the policy the scheduler cuts it by; ``threads`` and
         ``profile`` as for :func:`polyc.compile`; ``autoselect="measure"`` keeps the
-        fastest of several schedules (:mod:`polyc.autoselect`)."""
+        fastest of several schedules (:mod:`polyc.autoselect`); ``split=False`` keeps
+        statements whole (:mod:`polyc.scop.split`), ``expand=False`` scratch scalars
+        scalar (:mod:`polyc.scop.expand`)."""
         from polyc.pipeline import compile_scop
         return compile_scop(self.scop(), params=params, symbolic=symbolic,
                             scheduler=scheduler, fuse=fuse,
                             check=check, fast_math=fast_math, tile=tile, tile_size=tile_size,
                             blocking=blocking, threads=threads, profile=profile,
-                            autoselect=autoselect)
+                            autoselect=autoselect, split=split, expand=expand)
 
     # -- checking and building the isl objects --------------------------------------
 

@@ -113,6 +113,7 @@ class NestArray:
 
     def __init__(self, nest, name: str, shape: tuple[int | str, ...], dtype: str = "float32"):
         self.nest, self.name, self.shape, self.dtype = nest, name, shape, dtype
+        self.scratch = False  # its value after the nest is not wanted (LoopNest.array)
 
     def __getitem__(self, index) -> Expr:
         indices = index if isinstance(index, tuple) else (index,)

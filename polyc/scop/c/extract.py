@@ -95,6 +95,9 @@ class Extraction:
         self.written = set().union(*(_written(item) for item in kernel.items))
         # (anywhere in the function: a local set there is not its initial value)
         self.written_in_function = _written(kernel.function.body)
+        # (read or written outside the SCoP: a local that is not is scratch to polyc)
+        inside = {id(item) for item in kernel.items}
+        self.outside = {node.name for node in _ids(kernel.function.body, skip=inside)}
         self.params: set[str] = set()
         self.used: dict[str, Variable] = {}
         self.statements: list[CStatement] = []
@@ -269,12 +272,20 @@ class Extraction:
         params = sorted(self.params | {e for shape in shapes.values() for e in shape
                                        if isinstance(e, str)})
         nest = LoopNest(self.kernel.name, params)
-        arrays = {name: nest.array(name, shapes[name], v.dtype) for name, v in self.used.items()}
+        arrays = {name: nest.array(name, shapes[name], v.dtype, scratch=self._scratch(v))
+                  for name, v in self.used.items()}
         for s in self.statements:
             self._check_dividends(nest, s)
             nest.statement(s.name, s.domain, write=Expr(_ref(arrays, s.write)),
                            expr=Expr(_refs(arrays, s.value, values, s)), schedule=s.schedule)
         return nest
+
+    def _scratch(self, variable: Variable) -> bool:
+        """Whether the variable is a scalar local to the function that nothing outside
+        the SCoP reads or writes: its value after the SCoP is not wanted."""
+        return not variable.is_array and variable.parameter is None \
+            and not variable.global_ and variable.decl is not None \
+            and "static" not in variable.decl.storage and variable.name not in self.outside
 
     @property
     def reads_parameters(self) -> bool:
@@ -358,11 +369,15 @@ def _no_writes(node: c_ast.Node, iterator: str) -> None:
         _no_writes(child, iterator)
 
 
-def _ids(node: c_ast.Node):
+def _ids(node: c_ast.Node, skip: frozenset[int] | set[int] = frozenset()):
+    """The identifiers below ``node``, but below the nodes whose ``id()`` is in
+    ``skip``."""
+    if id(node) in skip:
+        return
     if isinstance(node, c_ast.ID):
         yield node
     for _, child in node.children():
-        yield from _ids(child)
+        yield from _ids(child, skip)
 
 
 def _written(node: c_ast.Node) -> set[str]:
