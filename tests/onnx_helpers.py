@@ -15,6 +15,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 import polyc
+import polyc.codegen.target
 from polyc.frontend import check_graph, evaluate, import_model
 
 # onnx 1.23 writes IR version 14; onnxruntime 1.31 accepts at most 13.
@@ -69,7 +70,26 @@ def random_inputs(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
     return feeds
 
 
+# ops whose onnxruntime CPU kernels multiply bytes (QDQ models become them)
+BYTE_PRODUCT_OPS = {"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv", "QGemm",
+                    "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "DequantizeLinear"}
+
+
+def onnxruntime_saturates() -> bool:
+    """Whether onnxruntime's byte products are inexact on this host: without VNNI
+    (AVX-512 VNNI or AVX-VNNI) its u8 x s8 kernels add pairs of products in int16 with
+    saturation (vpmaddubsw), as its documentation warns; 255 * 127 * 2 does not fit."""
+    features = polyc.codegen.target.host_cpu()[1].split(",")
+    return "+avx512vnni" not in features and "+avxvnni" not in features
+
+
 def run_onnxruntime(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray]) -> dict:
+    """onnxruntime's outputs; for a model with byte products on a host where its kernels
+    saturate (:func:`onnxruntime_saturates`), those of polyc's reference interpreter
+    (numpy, exact integer sums) instead."""
+    if onnxruntime_saturates() and any(node.op_type in BYTE_PRODUCT_OPS
+                                       for node in model.graph.node):
+        return run_reference(model, inputs)
     session = ort.InferenceSession(model.SerializeToString(),
                                    providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]

@@ -122,10 +122,14 @@ def test_the_same_compiled_model_runs_many_inputs():
 
 
 @pytest.mark.parametrize("policy", ["smart", "max"])
-def test_a_model_of_121_nodes_schedules_with_pluto(policy):
+def test_a_model_of_121_nodes_schedules_with_pluto(policy, monkeypatch):
     """The largest model of the suite: pluto schedules every group itself (no fallback);
     under maxfuse the one group of 126 statements (166 before the 40 bias adds are
-    inlined into their Relus) is scheduled in bounded chunks."""
+    inlined into their Relus) is scheduled in bounded chunks. (The large ILPs' time
+    limit is raised: on a slower host, with the other test process on the other core,
+    one ran past its 5 s, and the fallback is not what this test is about.)"""
+    from polyc.scheduler import pluto
+    monkeypatch.setattr(pluto, "LARGE_ILP_SECONDS", 60.0)
     model = deep_mlp()
     assert len(model.graph.node) == 121
     inputs = random_inputs(model, seed=8)

@@ -148,10 +148,12 @@ def test_matmul_threads_are_bit_identical_without_fast_math(shape):
 def test_matmul_marks_a_block_loop_of_the_register_tile_band():
     compiled = polyc.compile(matmul_model(203, 130, 290), threads=2)
     notes = [d for d in compiled.schedule.decisions if d.startswith("parallel:")]
-    # i/mc has one block at this size: the row tiles i/mr (26 of 8 rows) run in parallel
+    # a block loop over i: where i/mc has one block at this size, the row tiles i/mr
+    # (26 of 8 rows) run in parallel; where the host's caches make mc smaller (56 on a
+    # Zen 3 host with 1 MB of L2), the blocks i/mc do
     (note,) = notes  # statements fused into the register tile (its init) may join it
-    assert re.fullmatch(r"parallel: ([\w, ]+, )?S1_matmul_update(, [\w, ]+)?: loop i0/8 \(c3\)",
-                        note), note
+    assert re.fullmatch(r"parallel: ([\w, ]+, )?S1_matmul_update(, [\w, ]+)?: "
+                        r"loop i0/(8 \(c3\)|\d+ \(c2\))", note), note
     assert "// parallel\n" in str(compiled.compilation.program)
 
 
