@@ -83,6 +83,8 @@ class Options:
     autoselect: str | None = None
     split: bool = True  # split statements where that makes a loop parallel (scop.split)
     expand: bool = True  # expand scratch scalars over the loops around them (scop.expand)
+    # innermost loops that carry nothing tell LLVM so (llvm.loop.parallel_accesses)
+    parallel_hints: bool = True
 
     def __post_init__(self):
         if self.winograd not in WINOGRAD_CHOICES:
@@ -322,7 +324,8 @@ def _generated(scop: Scop, scheduled: ScheduleResult, options: Options, stages: 
                            threads=options.threads)
         if apart is not None:
             return scop, in_place, apart
-    program = stages.run("ast", build_ast, scop, scheduled.schedule, storage(in_place))
+    program = stages.run("ast", build_ast, scop, scheduled.schedule, storage(in_place),
+                         hints=options.parallel_hints)
     return scop, in_place, program
 
 
@@ -379,7 +382,8 @@ def build(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool =
     default this machine's memory) bounds what one call needs, inputs, outputs,
     constants and scratch (:mod:`polyc.limits`); ``split=True`` splits statements where
     that makes a loop parallel (:mod:`polyc.scop.split`; on for loop nests, off for
-    models until it is tested on them), ``expand=True``
+    models until it is tested on them; nor do models get :mod:`polyc.codegen.ast`'s
+    parallel-loop hints, whose cost on large models is unmeasured), ``expand=True``
     expands scratch scalars (:mod:`polyc.scop.expand`; models have none); ``cache``
     (default: on unless ``POLYC_CACHE=0``) reads and writes the compile cache
     (:mod:`polyc.cache`): a model compiled before with the same options loads without
@@ -389,7 +393,7 @@ def build(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool =
                       dims=dict(dims) if dims else None,
                       symbolic=_names(symbolic), threads=threads, profile=bool(profile),
                       winograd=winograd, memory_limit=memory_limit, split=bool(split),
-                      expand=bool(expand))
+                      expand=bool(expand), parallel_hints=False)
     return build_model(model, options, cache=cache)
 
 

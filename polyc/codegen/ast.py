@@ -129,13 +129,16 @@ class LoopProgram:
 
 
 def build_ast(scop: Scop, schedule: isl.Schedule, storage: Mapping[str, str] | None = None,
-              *, operations: int | None = None) -> LoopProgram:
+              *, operations: int | None = None, hints: bool = False) -> LoopProgram:
     """Generate loops for ``schedule`` with access offsets computed by isl; ``storage``
     is the program's :attr:`LoopProgram.storage`. :class:`OverBudget` past
     ``operations`` isl operations (default :data:`OPERATIONS`).
 
     Array shapes must be concrete; parameters keep their names in the AST (codegen
     looks their values up in ``scop.param_values``), the build context fixes them.
+    With ``hints``, each for node's partial schedule is kept, with the dependences, so
+    codegen can tell which innermost loops carry nothing
+    (:meth:`LoopProgram.carries_nothing`).
     """
     # (only the statements scheduled: a process generating some groups' nests took
     # 1.3 s for all of densenet121's)
@@ -173,7 +176,9 @@ def build_ast(scop: Scop, schedule: isl.Schedule, storage: Mapping[str, str] | N
 
     build = isl.AstBuild.from_context(_context(scop))
     build, _keepalive = build.set_at_each_domain(at_each_domain)
-    build, _keepalive_for = build.set_before_each_for(before_each_for)
+    _keepalive_for = None
+    if hints:
+        build, _keepalive_for = build.set_before_each_for(before_each_for)
     try:
         with budget(scop.ctx, operations or OPERATIONS, "AST generation"):
             root = build.node_from_schedule(_name_unrolled_loops(schedule))
@@ -181,7 +186,7 @@ def build_ast(scop: Scop, schedule: isl.Schedule, storage: Mapping[str, str] | N
         raise CodegenError(f"isl AST generation failed: {err}") from err
     if failures:
         raise CodegenError(f"AST generation callback failed: {failures[0]!r}") from failures[0]
-    deps = None if scop.dependences is None else scop.dependences.all
+    deps = None if scop.dependences is None or not hints else scop.dependences.all
     return LoopProgram(root, tuple(instances), {a.name: a for a in scop.arrays},
                        _extent_exprs(scop), dict(storage or {}), tuple(loop_times), deps)
 
