@@ -121,11 +121,11 @@ def test_ast_over_budget_generates_the_untiled_schedule(monkeypatch):
 
     real, calls = pipeline.build_ast, []
 
-    def first_over_budget(scop, schedule, storage=None):
+    def first_over_budget(scop, schedule, storage=None, **options):
         calls.append(schedule)
         if len(calls) == 1:
             raise OverBudget("AST generation over budget (1 isl operations)")
-        return real(scop, schedule, storage)
+        return real(scop, schedule, storage, **options)
 
     monkeypatch.setattr(pipeline, "build_ast", first_over_budget)
     compiled = smoothing().compile(params={"N": N, "T": T}, threads=1)
