@@ -535,12 +535,18 @@ def innermost_dim(relation: isl.Map) -> int | None:
     return None
 
 
-def same_outer(n: int, depth: int, space: isl.Space) -> isl.Map:
-    """Pairs of times equal before ``depth`` and different at it."""
-    equal = isl.Map.universe(space)
+def equal_before(pairs: isl.Map, depth: int) -> isl.Map:
+    """The pairs of times of ``pairs`` equal on every dimension before ``depth``."""
     for d in range(depth):
-        equal = equal.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
-    return equal.subtract(equal.equate(isl.dim_type.in_, depth, isl.dim_type.out, depth))
+        pairs = pairs.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
+    return pairs
+
+
+def carried(pairs: isl.Map, depth: int) -> isl.Map:
+    """The pairs of times of ``pairs`` (a dependence seen in time) that a loop at
+    dimension ``depth`` carries: equal before it, different at it."""
+    outer = equal_before(pairs, depth)
+    return outer.subtract(outer.equate(isl.dim_type.in_, depth, isl.dim_type.out, depth))
 
 
 def schedule_from_maps(domain: isl.UnionSet, maps: Sequence[isl.Map]) -> isl.Schedule:

@@ -20,14 +20,7 @@ import islpy as isl
 
 from polyc.codegen.vector import UNROLL
 from polyc.errors import CodegenError
-from polyc.islutil import (
-    budget,
-    flat_offset,
-    same_outer,
-    statement_names,
-    union_maps,
-    united,
-)
+from polyc.islutil import budget, carried, flat_offset, statement_names, union_maps, united
 from polyc.scop.model import Array, Scop, Statement, extent_expr
 
 # isl operations for the AST of one schedule (some minutes at 2-3 million a second;
@@ -112,13 +105,8 @@ class LoopProgram:
             return False
         times = self.loop_times[int(name[1:])]
         pairs = self.dependences.apply_domain(times).apply_range(times)
-        if pairs.is_empty():
-            return True
-        for relation in union_maps(pairs):
-            n = relation.dim(isl.dim_type.in_)
-            if not relation.intersect(same_outer(n, n - 1, relation.get_space())).is_empty():
-                return False
-        return True
+        return all(carried(relation, relation.dim(isl.dim_type.in_) - 1).is_empty()
+                   for relation in union_maps(pairs))
 
     def memory(self, array: str) -> str:
         """The array whose memory ``array`` uses: itself, or the one it is written into."""

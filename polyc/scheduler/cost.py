@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from polyc.islutil import flat_offset, innermost_dim, same_outer, span, union_maps
+from polyc.islutil import carried, equal_before, flat_offset, innermost_dim, span, union_maps
 from polyc.scop.model import Scop
 
 VECTOR_BYTES = 64
@@ -124,8 +124,7 @@ def _parallel(statement, relation: isl.Map, depth: int, times: dict[str, isl.Map
         n = pairs.dim(isl.dim_type.in_)
         if depth >= n:
             continue
-        carried = pairs.intersect(same_outer(n, depth, pairs.get_space()))
-        if carried.is_empty():
+        if carried(pairs, depth).is_empty():
             continue
         if fast_math and source == sink == name and _reduction(statement, relation, depth):
             continue
@@ -152,9 +151,7 @@ def _apart(first: isl.Map, second: isl.Map, depth: int) -> bool:
     has a loop of its own there (isl's AST generator separates them), which a
     dependence between the two does not tie (the pieces of a statement split where
     the loop carried a dependence, :mod:`polyc.scop.split`)."""
-    pairs = isl.Map.from_domain_and_range(first.range(), second.range())
-    for d in range(depth):
-        pairs = pairs.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
+    pairs = equal_before(isl.Map.from_domain_and_range(first.range(), second.range()), depth)
     return pairs.order_ge(isl.dim_type.in_, depth, isl.dim_type.out, depth).is_empty()
 
 

@@ -128,10 +128,11 @@ def _element(members: list[str], flows: list[isl.Map], times: Mapping[str, isl.M
         pairs = flow.apply_domain(timed[flow.get_tuple_name(isl.dim_type.in_)]) \
             .apply_range(timed[flow.get_tuple_name(isl.dim_type.out)])
         for d in range(min(agree, pairs.dim(isl.dim_type.in_))):
-            if not pairs.equate(isl.dim_type.in_, d, isl.dim_type.out, d).is_equal(pairs):
+            equal = pairs.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
+            if not equal.is_equal(pairs):
                 agree = d
                 break
-            pairs = pairs.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
+            pairs = equal
     if agree == 0:
         return None
     every = None

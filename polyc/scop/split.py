@@ -30,7 +30,7 @@ import dataclasses
 
 import islpy as isl
 
-from polyc.islutil import innermost_dim, maps_by_name, same_outer, union_maps, united
+from polyc.islutil import carried, innermost_dim, maps_by_name, union_maps, united
 from polyc.scop.dependences import compute_dependences
 from polyc.scop.model import Scop, Statement
 
@@ -77,22 +77,18 @@ def _pieces(times: isl.Map, own: list[isl.Map]) -> list[isl.Set] | None:
     depth = innermost_dim(times)
     if depth is None:
         return None
-    n = times.dim(isl.dim_type.out)
-    carried = []
-    for dep in own:
-        pairs = dep.apply_domain(times).apply_range(times)
-        pairs = pairs.intersect(same_outer(n, depth, pairs.get_space()))
-        if not pairs.is_empty():
-            carried.append(pairs)
-    if not carried:
+    loop_carried = [pairs for pairs in (carried(dep.apply_domain(times).apply_range(times),
+                                                depth) for dep in own)
+                    if not pairs.is_empty()]
+    if not loop_carried:
         return None
-    for pairs in (isl.Map.from_basic_map(b) for c in carried for b in c.get_basic_maps()):
+    for pairs in (isl.Map.from_basic_map(b) for c in loop_carried for b in c.get_basic_maps()):
         for side in (pairs.domain(), pairs.range()):
             at = _single_iteration(side, depth)
             if at is None:
                 continue
             pieces = _cut(times, depth, at)
-            if _parallel_pieces(times, depth, pieces, carried):
+            if _parallel_pieces(times, depth, pieces, loop_carried):
                 return pieces
     return None
 
@@ -124,7 +120,7 @@ def _cut(times: isl.Map, depth: int, at: isl.Aff) -> list[isl.Set]:
 
 
 def _parallel_pieces(times: isl.Map, depth: int, pieces: list[isl.Set],
-                     carried: list[isl.Map]) -> bool:
+                     loop_carried: list[isl.Map]) -> bool:
     """Whether no piece carries a dependence from itself to itself at ``depth`` and
     the piece before or the one after is a loop there."""
     loops = 0
@@ -134,7 +130,7 @@ def _parallel_pieces(times: isl.Map, depth: int, pieces: list[isl.Set],
             continue
         span = part.range()
         if any(not pairs.intersect_domain(span).intersect_range(span).is_empty()
-               for pairs in carried):
+               for pairs in loop_carried):
             return False
         loops += innermost_dim(part) == depth
     return loops > 0
