@@ -7,7 +7,9 @@ order (tiled and not) and counts statement instances over the vector lanes their
 innermost loop gets; it keeps Pluto's unless another is :data:`cost.MARGIN` times
 cheaper, and keeps it anyway when the arrays exceed the L2 cache and the kernel does
 at least :data:`REUSE` instances per element (it sees vectors, not caches: the tiles
-may be what makes it fast). The decisions give each candidate's estimate.
+may be what makes it fast) unless the other is :data:`VECTORS_WIN` times cheaper; a
+kernel that does fewer than :data:`STREAMED` instances per element is not tiled. The
+decisions give each candidate's estimate.
 
 A schedule that wins on paper can lose on the machine: Pluto fuses and skews
 jacobi-1d's two statements, and the skewed innermost loop carries a dependence, so
@@ -77,8 +79,19 @@ def measured(compile_with: Callable[[str, bool], object], scheduler: str, tile: 
 
 MODELLED = (("original", True), ("original", False))  # after the options given
 # statement instances per array element from which a kernel whose arrays exceed L2
-# keeps the tiles it was given (the model sees vectors, not caches)
+# keeps the tiles it was given (the model sees vectors, not caches) ...
 REUSE = 16
+# ... unless another candidate is this many times cheaper by the vectors: PolyBench
+# LARGE on an AVX2 Zen 3 (25.8 and 27.5 MB of arrays, about 500 instances per element),
+# Pluto's tiles without vectors against the original loops untiled with them (model 8x
+# and 5.6x cheaper): jacobi-2d 1.47 s against 1.05 s (EXTRALARGE, 125 MB: 13.1 against
+# 12.2 s), fdtd-2d 1.22 against 1.17 s; cholesky's 1.25x from tiles was at equal cost
+VECTORS_WIN = 4
+# statement instances per array element below which the kernel is not tiled: it uses
+# each element about once, so a tile keeps nothing for later and breaks the rows the
+# hardware prefetcher streams (trisolv LARGE, 0.5 per element of L: Pluto's schedule
+# 3.4 ms tiled, 1.7 ms not; gesummv: 2.5 against 1.6 ms)
+STREAMED = 1.5
 
 
 def modelled(unbound: Scop, scop: Scop, groups, scheduled: ScheduleResult, options):
@@ -104,14 +117,20 @@ def modelled(unbound: Scop, scop: Scop, groups, scheduled: ScheduleResult, optio
     labels = [f"{r.scheduler}{'' if t else ', untiled'}" for r, t in candidates]
     size, per_element = reuse(scop, estimates[0].instances)
     kept = ""
-    if k and size > host_caches().l2 and per_element >= REUSE:
+    if k and size > host_caches().l2 and per_element >= REUSE \
+            and estimates[0].cost < VECTORS_WIN * estimates[k].cost:
         kept = (f"; {size / 2**20:.3g} MB of arrays, more than L2, and "
                 f"{per_element:.3g} instances per element: the tiles kept")
         k = 0
-    note = "autoselect: model (instances over vector lanes) " + "; ".join(
-        f"{label}: {e}" for label, e in zip(labels, estimates)) + kept + f" -> {labels[k]}"
     chosen, tiled = candidates[k]
     tiled_scop, tiled_result = tilings[k]
+    label = labels[k]
+    if tiled and per_element < STREAMED:
+        kept += f"; {per_element:.3g} instances per element: untiled"
+        label, tiled = f"{chosen.scheduler}, untiled", False
+        tiled_scop, tiled_result = tile(scop, chosen, enabled=False)
+    note = "autoselect: model (instances over vector lanes) " + "; ".join(
+        f"{name}: {e}" for name, e in zip(labels, estimates)) + kept + f" -> {label}"
     before = len(chosen.decisions)  # the tiling's own notes follow the scheduler's
     decisions = chosen.decisions + (note,)
     return (replace(chosen, decisions=decisions), tiled,

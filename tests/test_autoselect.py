@@ -84,20 +84,50 @@ def test_autoselect_is_checked():
         kernel.build().compile(params=kernel.params, autoselect="fastest")
 
 
-@pytest.mark.parametrize("l2, chosen", [(64 << 10, "pluto"), (1 << 30, "original")])
-def test_tiles_are_kept_where_data_reused_exceeds_l2(monkeypatch, l2, chosen):
+@pytest.mark.parametrize("l2, vectors_win, chosen", [(64 << 10, 100, "pluto"),
+                                                      (64 << 10, None, "original"),
+                                                      (1 << 30, 100, "original")])
+def test_tiles_are_kept_where_data_reused_exceeds_l2(monkeypatch, l2, vectors_win, chosen):
     """PolyBench's jacobi-2d (SMALL: two 0.06 MB arrays, 38 statement instances per
-    element): the original order vectorizes both statements, Pluto's skewed tiles
-    neither; the model's vectors prefer the original, but arrays larger than L2 keep
-    the tiles (PolyBench's cholesky at LARGE had run 1.25x slower untiled)."""
+    element) with the innermost point loop of its tiles left fused
+    (:func:`polyc.tiling.stencil.distribution` off): the original order vectorizes
+    both statements, Pluto's skewed tiles neither; the model's vectors prefer the
+    original, and arrays larger than L2 keep the tiles (PolyBench's cholesky at LARGE
+    had run 1.25x slower untiled) unless the vectors make the original
+    :data:`VECTORS_WIN` times cheaper (here 8x: the original wins by default, and with
+    the threshold raised the tiles are kept)."""
     from polyc import autoselect
     from polyc.scop.c import from_c
+    from polyc.tiling import stencil
     from polyc.tiling.cache import Caches
 
     from c_reference import POLYBENCH, UTILITIES
     monkeypatch.setattr(autoselect, "host_caches", lambda: Caches(32 << 10, l2, 32 << 20))
+    monkeypatch.setattr(stencil, "distribution", lambda band, deps: ())
+    if vectors_win is not None:
+        monkeypatch.setattr(autoselect, "VECTORS_WIN", vectors_win)
     kernel = from_c(POLYBENCH / "stencils" / "jacobi-2d" / "jacobi-2d.c",
                     defines=["SMALL_DATASET"], include=[UTILITIES])
     note = model_note(kernel.compile().compilation)
     assert note.endswith(f"-> {chosen}")
     assert ("the tiles kept" in note) == (chosen == "pluto")
+
+
+def test_a_kernel_that_reads_each_element_once_is_not_tiled(tmp_path):
+    """PolyBench's trisolv does about one statement instance per element (the
+    triangle of L once): the chosen schedule stays untiled (tiles keep nothing for
+    later and cut the rows the prefetcher streams), and computes what cc does."""
+    from test_c_frontend import check_against_cc
+
+    from polyc.scop.c import from_c
+
+    from c_reference import POLYBENCH, UTILITIES, reference_library
+    source = POLYBENCH / "linear-algebra" / "solvers" / "trisolv" / "trisolv.c"
+    kernel = from_c(source, defines=["SMALL_DATASET"], include=[UTILITIES])
+    compiled = kernel.compile(threads=1)
+    note = model_note(compiled.compilation)
+    assert "instances per element: untiled" in note and note.endswith("-> pluto, untiled")
+    assert "tiling: off" in compiled.schedule.decisions
+    library = reference_library(source, tmp_path, defines=["SMALL_DATASET"],
+                                includes=[UTILITIES], extra=[UTILITIES / "polybench.c"])
+    check_against_cc(kernel, library)

@@ -550,14 +550,17 @@ def test_cli_threads_option(tmp_path, capsys):
 def test_a_parallel_loop_that_is_empty_for_some_outer_iterations(every_loop, threads):
     """fdtd-2d's wavefront: the parallel tile loop has no iteration for some values of
     the wavefront loop around it. Its share must stay empty there (regression: a
-    clamp turned the empty range init..last into the iterations last..init-1)."""
+    clamp turned the empty range init..last into the iterations last..init-1). Tiles of
+    8x8x256 (the stencil model's for float32 from a 32 KiB L1) make several tiles
+    along i."""
     kernel = KERNELS["fdtd2d"]
     params = {"T": 18, "NX": 10, "NY": 300}
     arrays = kernel.inputs(seed=5, params=params)
     compiled = compile_scop(kernel.build().scop(), params=params, fast_math=False,
-                            threads=threads)
+                            threads=threads, tile_size=(8, 8, 256))
     assert any(d.startswith("parallel:") for d in compiled.schedule.decisions)
-    serial = compile_scop(kernel.build().scop(), params=params, fast_math=False, threads=1)
+    serial = compile_scop(kernel.build().scop(), params=params, fast_math=False, threads=1,
+                          tile_size=(8, 8, 256))
     expected = serial.run(arrays)
     for name, value in compiled.run(arrays).items():
         np.testing.assert_array_equal(value, expected[name], err_msg=name)

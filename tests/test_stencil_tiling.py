@@ -127,6 +127,37 @@ def test_model_sizes_per_member():
         assert stencil_sizes(stencil, n, L1_48K, diamond=diamond) == sizes, case
     small = Caches(16 * 1024, 256 * 1024, 0)  # 16 KiB / (2 arrays * 4 B * 256): 8 rows
     assert stencil_sizes(Stencil((), None, False, 2), 3, small, diamond=False) == [8, 8, 256]
+    # innermost point loops distributed: the cross-section from half of L2, elements
+    # of 8 bytes (1 MiB / (2 arrays * 8 B * 256): 256 rows, at most 64)
+    distributed = {
+        "jacobi-2d": ((3, 2, True, L1_48K), [64, 64, 256]),
+        "fdtd-2d": ((3, 4, False, Caches(32 << 10, 512 << 10, 0)), [16, 32, 256]),
+    }
+    for case, ((n, arrays, diamond, caches), sizes) in distributed.items():
+        stencil = Stencil((), None, False, arrays, ("S1", "S2"), 8)
+        assert stencil_sizes(stencil, n, caches, diamond=diamond) == sizes, case
+
+
+@pytest.mark.parametrize("name", STENCILS)
+def test_the_innermost_point_loop_is_distributed_where_statements_depend_along_it(name):
+    """jacobi-1d/2d: S1 at ``i + 1`` writes what S2 at ``i`` reads in the same iteration
+    of the outer point loops (Pluto's shift fuses them), fdtd-2d likewise: each
+    statement gets its own innermost loop, which then carries no dependence and runs in
+    vector lanes. heat-3d's statements depend along outer members only; seidel-2d has
+    one statement."""
+    from polyc.scheduler.cost import estimate
+    scop, tree = scheduled(name, TILED[name])
+    stencil = stencil_band(scop, outer_band(tree))
+    expected = {"jacobi1d": ("S1", "S2"), "jacobi2d": ("S1", "S2"),
+                "fdtd2d": ("S1", "S2", "S3", "S4")}.get(name, ())
+    assert stencil.distributed == expected
+    tiled, notes = tile_bands(scop, tree, None)
+    check_legality(scop, tiled)
+    statements = ", ".join(sorted(s.name for s in scop.statements))
+    note = f"band of {statements}: innermost point loop distributed over {', '.join(expected)}"
+    assert any(n.startswith(note) for n in notes) == bool(expected), notes
+    if expected:
+        assert set(estimate(scop, tiled, fast_math=False).vectorized) == set(expected)
 
 
 @pytest.mark.parametrize("name", STENCILS)
@@ -157,9 +188,10 @@ def test_diamond_tiles_start_concurrently(name):
     assert (f"band of {names}: diamond tiles, first tile row {DIAMONDS[name]} "
             "(concurrent start along t)") in notes
     check_legality(scop, tiled)
-    # the loops inside a tile keep the band's own rows: time outermost
-    point = outer_band(tiled).child(0)
-    assert point.band_get_partial_schedule_union_map().is_equal(
+    # the loops inside a tile keep the band's own rows: time outermost (the innermost
+    # one distributed over the statements, each its own loop, where a dependence
+    # between them runs along it)
+    assert _point_rows(outer_band(tiled).child(0)).is_equal(
         outer_band(tree).band_get_partial_schedule_union_map())
     # concurrent start: the tiles that hold t = 0 share a wavefront...
     tile = outer_band(tiled)
@@ -171,6 +203,21 @@ def test_diamond_tiles_start_concurrently(name):
     para, _ = tile_bands(scop, tree, 4, diamond=False)
     first = isl.UnionMap.from_union_pw_aff(outer_band(para).band_get_partial_schedule().get_at(0))
     assert _span(first.intersect_domain(start).range()) > 2
+
+
+def _point_rows(point: isl.ScheduleNode) -> isl.UnionMap:
+    """The rows of the point band, with those of the loops it was distributed into."""
+    rows = point.band_get_partial_schedule_union_map()
+    below = point.child(0)
+    if below.get_type() != isl.schedule_node_type.sequence:
+        return rows
+    inner = None
+    for k in range(below.n_children()):
+        band = below.child(k).child(0)
+        part = band.band_get_partial_schedule_union_map().intersect_domain(
+            below.child(k).filter_get_filter())
+        inner = part if inner is None else inner.union(part)
+    return rows.flat_range_product(inner)
 
 
 def _time_zero(scop) -> isl.UnionSet:

@@ -35,7 +35,7 @@ MARGIN = 1.5  # another candidate replaces the first when this many times cheape
 # A register tile's FMAs take their operands from registers, a vector loop's load and
 # store the accumulator each time: the tile's instances count this many times less
 REGISTER_TILE_GAIN = 3
-_BYTES = {"float64": 8, "int64": 8, "uint64": 8, "float32": 4, "int32": 4, "uint32": 4,
+BYTES = {"float64": 8, "int64": 8, "uint64": 8, "float32": 4, "int32": 4, "uint32": 4,
           "float16": 2, "bfloat16": 2, "int16": 2, "uint16": 2}
 
 
@@ -67,7 +67,7 @@ def estimate(scop: Scop, schedule: isl.Schedule, *, fast_math: bool = True,
             continue
         depth = depths[statement.name]
         lanes = 1
-        dtype_lanes = max(1, VECTOR_BYTES // _BYTES.get(
+        dtype_lanes = max(1, VECTOR_BYTES // BYTES.get(
             scop.array(statement.write.array).dtype, 8))
         if statement.name in register_tiled:
             lanes = dtype_lanes * REGISTER_TILE_GAIN
@@ -94,7 +94,7 @@ def reuse(scop: Scop, instances: float) -> tuple[int, float]:
         for extent in array.shape:
             count *= extent if isinstance(extent, int) else 1
         elements += count
-        size += count * _BYTES.get(array.dtype, 1)
+        size += count * BYTES.get(array.dtype, 1)
     return size, instances / max(elements, 1)
 
 

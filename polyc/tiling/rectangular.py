@@ -39,6 +39,7 @@ from polyc.tiling.stencil import (
     describe_row,
     diamond_row,
     diamond_tile,
+    distribute_points,
     separate_points,
     stencil_band,
     stencil_sizes,
@@ -147,6 +148,11 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
         tile = band.band_tile(values)
     if stencil is not None:
         tile = separate_points(tile)
+    if stencil is not None and stencil.distributed:
+        tile = distribute_points(tile, stencil.distributed)
+        notes.append(f"band of {names}: innermost point loop distributed over "
+                     f"{', '.join(stencil.distributed)} (a dependence between them runs "
+                     "along it)")
     if blocks:
         tile = _transpose_blocks(tile, members)
         notes.append(f"band of {names}: {LANES}x{LANES} blocks transposed in registers")
