@@ -179,3 +179,39 @@ def test_coefficients_from_the_child_process_equal_the_direct_ones(monkeypatch):
     monkeypatch.setattr(islserver, "call", lambda function, texts, seconds:
                         function(ctx, *texts))
     assert kernel.build().compile(params=kernel.params).inspect() == served
+
+
+def test_merged_dependences_are_split_into_the_analysis_pieces_for_farkas(monkeypatch):
+    """heat-3d: isl merges the seven reads' dependences between its two statements into
+    polyhedra of 25 or more constraints, whose Farkas duals took 0.4-0.7 s each; Pluto
+    takes the analysis' pieces instead (more polyhedra, each with fewer constraints:
+    mostly equalities) and finds the same schedule."""
+    from polyc.islutil import items, union_maps
+    from polyc.scheduler import pluto
+    from polyc.scop.polybench import KERNELS
+    scop = compute_dependences(KERNELS["heat3d"].build().scop())
+    deps = scop.dependences
+    assert deps.pieces.is_equal(deps.all)  # the same relation...
+    merged = sum(m.n_basic_map() for m in union_maps(deps.all))
+    assert sum(m.n_basic_map() for m in union_maps(deps.pieces)) > merged  # ...in pieces
+    asked = []
+    real = pluto._edges
+
+    def edges(found, pieces=None):
+        result = real(found, pieces)
+        asked.append(([e.relation.n_constraint() for e in result],
+                      max(b.n_constraint() for m in union_maps(found)
+                          for b in items(m.get_basic_map_list()))))
+        return result
+
+    monkeypatch.setattr(pluto, "_edges", edges)
+    groups = fuse(scop, policy="smart")
+    split = schedule(scop, groups, scheduler="pluto")
+    (constraints, largest), = asked
+    assert largest >= pluto.MERGED_CONSTRAINTS and max(constraints) < largest
+    assert len(constraints) > merged
+    monkeypatch.setattr(pluto, "MERGED_CONSTRAINTS", 10 ** 9)
+    whole = schedule(scop, groups, scheduler="pluto")
+    assert asked[1][0] and max(asked[1][0]) == asked[1][1]  # merged polyhedra this time
+    assert split.schedule.get_map().is_equal(whole.schedule.get_map())
+    check_legality(scop, split.schedule)

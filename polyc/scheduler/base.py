@@ -108,7 +108,9 @@ def group_domain(scop: Scop, group: tuple[str, ...]) -> isl.UnionSet:
     return union_of(scop.ctx, (scop.statement(name).domain for name in group))
 
 
-def group_dependences(scop: Scop, domain: isl.UnionSet) -> isl.UnionMap:
-    """All dependences with both ends inside ``domain``."""
-    among = scop.dependences.among(statement_names(domain))
+def group_dependences(scop: Scop, domain: isl.UnionSet, *, pieces: bool = False
+                      ) -> isl.UnionMap:
+    """All dependences with both ends inside ``domain`` (``pieces``: as the analysis
+    gave them, :attr:`polyc.scop.model.Dependences.pieces`)."""
+    among = scop.dependences.among(statement_names(domain), pieces=pieces)
     return among.intersect_domain(domain).intersect_range(domain)

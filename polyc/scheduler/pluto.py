@@ -23,6 +23,7 @@ share a hyperplane; none cuts between all of them.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
 
@@ -71,8 +72,10 @@ class NoSchedule(Exception):
 
 @register("pluto")
 def pluto_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
+    domain = group_domain(scop, group)
     try:
-        edges = _edges(group_dependences(scop, group_domain(scop, group)))
+        edges = _edges(group_dependences(scop, domain),
+                       lambda: group_dependences(scop, domain, pieces=True))
     except NoSchedule as why:
         return _fallback(scop, list(group), why)
     chunks = _chunks(list(group), edges)
@@ -89,14 +92,16 @@ def pluto_schedule(scop: Scop, group: tuple[str, ...], policy: str = "smart"):
     return sequence(parts), tuple(notes)
 
 
-def concurrent_start(scop: Scop, deps: isl.UnionMap, band: list[dict]) -> dict | None:
+def concurrent_start(scop: Scop, deps: isl.UnionMap, band: list[dict],
+                     pieces: Callable[[], isl.UnionMap] | None = None) -> dict | None:
     """A first row for ``band`` that allows concurrent start (diamond tiling), or None.
 
     ``band`` holds Pluto rows (``{statement: (coefficients, shift)}`` per member) whose
     first row is the time loop ``t``, each statement's outermost loop; ``deps`` are the
-    dependences live at the band's start. See :meth:`_Pluto.concurrent_start`."""
+    dependences live at the band's start (``pieces()`` the same as the analysis gave
+    them, see :func:`_edges`). See :meth:`_Pluto.concurrent_start`."""
     try:
-        edges = _edges(deps)
+        edges = _edges(deps, pieces)
     except NoSchedule:  # over budget: tiles without concurrent start
         return None
     return _Pluto(scop, "smart").concurrent_start(list(band[0]), edges, band)
@@ -138,12 +143,35 @@ def _chunks(stmts: list[str], edges: list[Edge]) -> list[list[str]]:
     return chunks
 
 
-def _edges(deps: isl.UnionMap) -> list[Edge]:
+# A merged dependence polyhedron of this many constraints or more is replaced by the
+# pieces the analysis gave (``pieces`` of :func:`_edges`), when they are at most
+# MAX_PIECES and each has fewer constraints. heat-3d's 7-point reads merge into
+# polyhedra of 25 constraints whose duals took 0.4-0.7 s each (8 of them: about 4 s of
+# its 5.5 s compile at PolyBench LARGE); the 60 pieces, mostly equalities, take
+# milliseconds each, and Pluto finds the same schedule.
+MERGED_CONSTRAINTS = 18
+MAX_PIECES = 64
+
+
+def _edges(deps: isl.UnionMap, pieces: Callable[[], isl.UnionMap] | None = None
+           ) -> list[Edge]:
     """The dependence polyhedra of ``deps`` with their Farkas coefficient sets
-    (:func:`_coefficients`); NoSchedule when one takes too long."""
+    (:func:`_coefficients`); NoSchedule when one takes too long. ``pieces()`` gives
+    the same dependences as the analysis gave them (before isl merged them), and is
+    asked for where a merged polyhedron is large (:data:`MERGED_CONSTRAINTS`)."""
     edges = []
+    finer = None
     for relation in union_maps(deps):
-        for basic in items(relation.get_basic_map_list()):
+        basics = items(relation.get_basic_map_list())
+        largest = max(b.n_constraint() for b in basics)
+        if pieces is not None and largest >= MERGED_CONSTRAINTS:
+            finer = pieces() if finer is None else finer
+            same = finer.extract_map(relation.get_space())
+            split = items(same.get_basic_map_list())
+            if 0 < len(split) <= MAX_PIECES and all(b.n_constraint() < largest for b in split) \
+                    and same.is_equal(relation):
+                basics = split
+        for basic in basics:
             coefficients = _coefficients(basic.wrap())
             edges.append(Edge(basic.get_tuple_name(isl.dim_type.in_),
                               basic.get_tuple_name(isl.dim_type.out), basic, coefficients))
@@ -185,12 +213,26 @@ def _coefficients(polyhedron: isl.BasicSet) -> isl.BasicSet:
     NoSchedule past them."""
     polyhedron = polyhedron.detect_equalities()  # drops redundant floors and mods
     polyhedron = _lifted(polyhedron)
-    try:
-        text = islserver.call(dual, [str(polyhedron)], COEFFICIENT_SECONDS)
-    except islserver.Unanswered as why:
-        raise NoSchedule(f"the Farkas coefficients of a dependence with "
-                         f"{polyhedron.n_constraint()} constraints {why}") from None
+    key = str(polyhedron)
+    text = _DUALS.get(key)
+    if text is None:
+        try:
+            text = islserver.call(dual, [key], COEFFICIENT_SECONDS)
+        except islserver.Unanswered as why:
+            raise NoSchedule(f"the Farkas coefficients of a dependence with "
+                             f"{polyhedron.n_constraint()} constraints {why}") from None
+        if len(_DUALS) >= MAX_DUALS:
+            _DUALS.pop(next(iter(_DUALS)))
+        _DUALS[key] = text
     return isl.BasicSet.read_from_str(polyhedron.get_ctx(), text)
+
+
+# The duals already computed, by the polyhedron's text (oldest dropped first). Pluto's
+# schedule and the diamond tiles' concurrent start ask for the same dependences, and
+# the cost model's candidates tile the same schedule again: PolyBench's heat-3d at LARGE
+# asked for 12 duals of 0.3 s each, 6 of them distinct.
+_DUALS: dict[str, str] = {}
+MAX_DUALS = 4096
 
 
 def dual(ctx: isl.Context, polyhedron: str) -> str:

@@ -87,8 +87,9 @@ def compute_dependences(scop: Scop, *, operations: int | None = None,
         raw, war, waw, exact = *_memory_based(scop), False
     if scop.context is not None:
         raw, war, waw = (d.intersect_params(scop.context) for d in (raw, war, waw))
+    pieces = raw.union(war).union(waw)  # (before coalescing, which isl does in place)
     deps = Dependences(raw=_coalesced(raw), war=_coalesced(war), waw=_coalesced(waw),
-                       exact=exact, by_array=by_array)
+                       exact=exact, by_array=by_array, pieces=pieces)
     return dataclasses.replace(scop, dependences=deps)
 
 

@@ -59,7 +59,8 @@ row runs under their guards (jacobi-2d 1.2x).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import islpy as isl
 
@@ -98,6 +99,8 @@ class Stencil:
     # (:func:`distribution`), or () where that loop stays fused
     distributed: tuple[str, ...] = ()
     element: int = FLOAT_BYTES  # bytes of the widest element accessed
+    # the live dependences as the analysis gave them, before isl merged their pieces
+    pieces: Callable[[], isl.UnionMap] | None = field(default=None, compare=False)
 
 
 def stencil_band(scop: Scop, band: isl.ScheduleNode) -> Stencil | None:
@@ -114,7 +117,8 @@ def stencil_band(scop: Scop, band: isl.ScheduleNode) -> Stencil | None:
     arrays = {a.array for s in statements for a in (s.write,) + s.reads}
     element = max(BYTES.get(scop.array(a).dtype, FLOAT_BYTES) for a in arrays)
     return Stencil(rows, deps, _recurrence(scop, band, deps), len(arrays),
-                   distribution(band, deps), element)
+                   distribution(band, deps), element,
+                   lambda: _live_dependences(scop, band, pieces=True))
 
 
 def stencil_sizes(stencil: Stencil, n: int, caches: Caches, *, diamond: bool) -> list[int]:
@@ -143,7 +147,7 @@ def diamond_row(scop: Scop, stencil: Stencil) -> dict | None:
     own there, e.g. fdtd-2d's ``ey[0][j]`` once ``i`` goes innermost)."""
     if len(stencil.rows) < 2 or any(is_time_row(row) for row in stencil.rows[1].values()):
         return None
-    return concurrent_start(scop, stencil.dependences, list(stencil.rows))
+    return concurrent_start(scop, stencil.dependences, list(stencil.rows), stencil.pieces)
 
 
 def diamond_tile(scop: Scop, band: isl.ScheduleNode, first: dict, sizes: isl.MultiVal
@@ -284,12 +288,13 @@ def _member(scop: Scop, row: dict, domain: isl.UnionSet) -> isl.UnionPwAff:
     return result.intersect_domain_union_set(domain)
 
 
-def _live_dependences(scop: Scop, band: isl.ScheduleNode) -> isl.UnionMap:
-    """Dependences among the band's instances that the tree above it leaves unordered.
-    Kept parametric (not at the bound values): Farkas' lemma on heat-3d's at T=3, N=8
-    took a minute, on the parametric ones 0.7 s."""
+def _live_dependences(scop: Scop, band: isl.ScheduleNode, *, pieces: bool = False
+                      ) -> isl.UnionMap:
+    """Dependences among the band's instances that the tree above it leaves unordered
+    (``pieces``: as the analysis gave them). Kept parametric (not at the bound values):
+    Farkas' lemma on heat-3d's at T=3, N=8 took a minute, on the parametric ones 0.7 s."""
     domain = band.get_domain()
-    deps = group_dependences(scop, domain)
+    deps = group_dependences(scop, domain, pieces=pieces)
     prefix = outer_schedule(band)
     if all(m.dim(isl.dim_type.out) == 0 for m in union_maps(prefix)):
         return deps
