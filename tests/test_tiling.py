@@ -372,3 +372,31 @@ def test_outer_schedule_is_isls_prefix_schedule_at_every_node():
         leaf_of_a = leaf_of_a.child(0)
     assert outer_schedule(leaf_of_a).is_equal(isl.UnionMap(
         "[N] -> { A[i, j] -> [i, j, i + j] : 0 <= i, j < N }"))
+
+
+def test_a_parallel_member_runs_inside_a_recurrence(tmp_path):
+    """PolyBench's adi: its sweeps' ``p[i][j] = -c / (a * p[i][j - 1] + b)`` chains each
+    ``j`` to the one before; the rows ``i`` are independent, so the tiles run ``i``
+    innermost (the chains side by side, the loop free of dependences). Legal and as cc
+    computes it. syrk's innermost member carries a reduction (one element written
+    along it), which keeps its place: it runs in vector lanes with fast math."""
+    from test_c_frontend import check_against_cc
+
+    from polyc.scheduler import check_legality
+    from polyc.scop.c import from_c
+
+    from c_reference import POLYBENCH, UTILITIES, reference_library
+    source = POLYBENCH / "stencils" / "adi" / "adi.c"
+    kernel = from_c(source, defines=["SMALL_DATASET"], include=[UTILITIES])
+    compiled = kernel.compile(threads=1)
+    notes = [d for d in compiled.schedule.decisions if "carries a recurrence" in d]
+    assert len(notes) == 2 and all(n.endswith(
+        "members reordered (1, 0) (member 1 carries a recurrence, member 0 is parallel: "
+        "innermost)") for n in notes), notes
+    check_legality(compiled.compilation.scop, compiled.schedule.schedule)
+    library = reference_library(source, tmp_path, defines=["SMALL_DATASET"],
+                                includes=[UTILITIES], extra=[UTILITIES / "polybench.c"])
+    check_against_cc(kernel, library)
+    syrk = from_c(POLYBENCH / "linear-algebra" / "blas" / "syrk" / "syrk.c",
+                  defines=["SMALL_DATASET"], include=[UTILITIES]).compile(threads=1)
+    assert not any("recurrence" in d for d in syrk.schedule.decisions)

@@ -25,6 +25,7 @@ from polyc.errors import PolycError
 from polyc.islutil import (
     band_with_rows,
     map_bottom_up,
+    outer_schedule,
     permuted_band,
     span,
     statement_names,
@@ -105,6 +106,8 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
               notes: list[str], diamond: bool):
     n = band.band_n_member()
     inner = innermost_member(scop, band)
+    chained = inner
+    inner = _parallel_inner(scop, band, inner)
     order = [k for k in range(n) if k != inner] + [inner]
     if order != list(range(n)):
         band = permuted_band(band, order)
@@ -112,6 +115,9 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
     statements = statement_names(band.get_domain())
     names = ", ".join(sorted(statements))
     permuted = "" if order == list(range(n)) else f", members reordered {tuple(order)}"
+    if chained != inner:
+        permuted += (f" (member {chained} carries a recurrence, member {inner} is "
+                     "parallel: innermost)")
     stencil = stencil_band(scop, band)
     members = _transposed_members(scop, band, extents) if stencil is None and size is None \
         else None
@@ -160,6 +166,73 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
         tile = wavefront(tile)
         notes.append(f"band of {names}: wavefront over tile loops 0+1 (tile loop 1 parallel)")
     return tile
+
+
+def _parallel_inner(scop: Scop, band: isl.ScheduleNode, inner: int) -> int:
+    """``inner``, or a parallel (coincident) member to run innermost instead where
+    ``inner`` carries a recurrence: a statement reads what it wrote an iteration of
+    ``inner`` earlier, the other members and the loops outside equal. The recurrence
+    then runs as many chains side by side as the parallel member has iterations in a
+    tile, and the innermost loop vectorizes. PolyBench's adi,
+    ``p[i][j] = -c / (a * p[i][j - 1] + b)``: each ``j`` waits for the division of the
+    one before; with ``i`` innermost a tile's rows divide at once, their cache lines
+    (one per row and array) kept in L1 across the tile's ``j``."""
+    n = band.band_n_member()
+    if band.band_member_get_coincident(inner):
+        return inner
+    parallel = [k for k in range(n) if band.band_member_get_coincident(k)]
+    if not parallel or not _recurrence_along(scop, band, inner):
+        return inner
+    return parallel[-1]
+
+
+def _recurrence_along(scop: Scop, band: isl.ScheduleNode, member: int) -> bool:
+    """A cycle of flow dependences among the band's statements, with the loops outside
+    and the other members equal, one of them carried by ``member``: each iteration of
+    it waits for values the one before computed (deriche's ``y1[i][j]`` from ``ym1``,
+    which the statement after it set to ``y1[i][j - 1]``). A reduction's own dependence
+    (one element read and written along ``member``) does not count: it runs in vector
+    lanes with fast math."""
+    domain = band.get_domain()
+    times = outer_schedule(band, domain).flat_range_product(
+        band.band_get_partial_schedule_union_map().intersect_domain(domain))
+    names = statement_names(domain)
+    edges: dict[str, set[str]] = {name: set() for name in names}
+    carried_edges = []
+    for flow in union_maps(scop.dependences.raw):
+        source = flow.get_tuple_name(isl.dim_type.in_)
+        sink = flow.get_tuple_name(isl.dim_type.out)
+        if source not in names or sink not in names:
+            continue
+        if source == sink:
+            write = scop.statement(source).write.relation
+            flow = flow.subtract(write.apply_range(write.reverse()))  # not a reduction's
+        pairs = isl.UnionMap.from_map(flow).apply_domain(times).apply_range(times)
+        for relation in union_maps(pairs):
+            n_dims = relation.dim(isl.dim_type.in_)
+            at = n_dims - band.band_n_member() + member
+            for d in range(n_dims):
+                if d != at:
+                    relation = relation.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
+            same = relation.equate(isl.dim_type.in_, at, isl.dim_type.out, at)
+            if not same.is_empty():
+                edges[source].add(sink)
+            if not relation.subtract(same).is_empty():
+                edges[source].add(sink)
+                carried_edges.append((source, sink))
+    return any(_reaches(edges, sink, source) for source, sink in carried_edges)
+
+
+def _reaches(edges: dict[str, set[str]], start: str, goal: str) -> bool:
+    seen, todo = {start}, [start]
+    while todo:
+        node = todo.pop()
+        if node == goal:
+            return True
+        for nxt in edges[node] - seen:
+            seen.add(nxt)
+            todo.append(nxt)
+    return False
 
 
 def _transposed_members(scop: Scop, band: isl.ScheduleNode, extents: list[int | None]
