@@ -400,3 +400,28 @@ def test_a_parallel_member_runs_inside_a_recurrence(tmp_path):
     syrk = from_c(POLYBENCH / "linear-algebra" / "blas" / "syrk" / "syrk.c",
                   defines=["SMALL_DATASET"], include=[UTILITIES]).compile(threads=1)
     assert not any("recurrence" in d for d in syrk.schedule.decisions)
+
+
+def test_a_parallel_loop_moves_inside_a_recurrence_in_blocks(tmp_path):
+    """PolyBench's deriche: isl's schedule runs the backward and column passes as a
+    parallel loop around a loop carrying a chain (``y2[i][j]`` from ``yp1``, which the
+    statement after it set to ``y2[i][j + 1]``); the parallel loop goes inside it in
+    blocks of 64 (a loop of its own per statement). Legal and as cc computes it."""
+    from test_c_frontend import check_against_cc
+
+    from polyc.scheduler import check_legality
+    from polyc.scop.c import from_c
+    from polyc.tiling.inward import BLOCK
+
+    from c_reference import POLYBENCH, UTILITIES, reference_library
+    source = POLYBENCH / "medley" / "deriche" / "deriche.c"
+    kernel = from_c(source, defines=["SMALL_DATASET"], include=[UTILITIES])
+    compiled = kernel.compile(threads=1)
+    moved = [d for d in compiled.schedule.decisions
+             if d.endswith(f"parallel around a recurrence, moved inside it in blocks of {BLOCK}")]
+    assert len(moved) == 3, compiled.schedule.decisions
+    check_legality(compiled.compilation.scop, compiled.schedule.schedule)
+    library = reference_library(source, tmp_path, defines=["SMALL_DATASET"],
+                                includes=[UTILITIES], extra=[UTILITIES / "polybench.c"])
+    check_against_cc(kernel, library)
+    check_against_cc(kernel, library, seed=1, scheduler="isl")

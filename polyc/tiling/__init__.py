@@ -29,6 +29,7 @@ from polyc.tiling.cache import host_caches
 from polyc.tiling.contraction import Contraction, byte_dot, match_contraction
 from polyc.tiling.epilogue import Attached, attachable
 from polyc.tiling.hoist import hoist_single_iterations
+from polyc.tiling.inward import parallel_inward
 from polyc.tiling.microkernel import (
     Blocking,
     as_blocking,
@@ -64,6 +65,8 @@ def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
     schedule, notes = program_order_reductions(scop, result.schedule, skip)
     schedule, band_notes = tile_bands(scop, schedule, sizes, skip=skip)
     notes += band_notes
+    schedule, inward_notes = parallel_inward(scop, schedule)
+    notes += inward_notes
     if contractions:
         scop, schedule, recipe_notes = _apply_recipe(scop, schedule, contractions, attached)
         notes = recipe_notes + notes

@@ -181,12 +181,12 @@ def _parallel_inner(scop: Scop, band: isl.ScheduleNode, inner: int) -> int:
     if band.band_member_get_coincident(inner):
         return inner
     parallel = [k for k in range(n) if band.band_member_get_coincident(k)]
-    if not parallel or not _recurrence_along(scop, band, inner):
+    if not parallel or not recurrence_along(scop, band, inner):
         return inner
     return parallel[-1]
 
 
-def _recurrence_along(scop: Scop, band: isl.ScheduleNode, member: int) -> bool:
+def recurrence_along(scop: Scop, band: isl.ScheduleNode, member: int) -> bool:
     """A cycle of flow dependences among the band's statements, with the loops outside
     and the other members equal, one of them carried by ``member``: each iteration of
     it waits for values the one before computed (deriche's ``y1[i][j]`` from ``ym1``,
