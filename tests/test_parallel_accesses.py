@@ -54,3 +54,26 @@ def test_the_pieces_of_a_split_loop_are_marked():
     path = np.random.default_rng(2).integers(0, 50, size=(29, 29)).astype(np.int32)
     np.testing.assert_array_equal(compiled.run({"path": path})["path"],
                                   floyd_warshall_reference(path))
+
+
+def test_width_hints_name_one_register_of_the_widest_type(monkeypatch):
+    # off by default (LLVM's own width was as fast on PolyBench); on, each loop marked
+    # parallel also gets llvm.loop.vectorize.width: a register's lanes of its type
+    import polyc.codegen.llvm as emitter
+    from polyc.codegen.target import vector_bits
+
+    nest = LoopNest("scaled", ["n"])
+    a = nest.array("A", ("n", "n"), "float64")
+    b = nest.array("B", ("n", "n"), "float64")
+    nest.statement("S0", "{ [i, j] : 0 <= i, j < n }", write=b["i", "j"],
+                   expr=b["i", "j"] * 2.0 + a["i", "j"])
+    options = dict(params={"n": 23}, scheduler="original", tile=False, threads=1)
+    assert "llvm.loop.vectorize.width" not in nest.compile(**options).compilation.llvm_ir
+    monkeypatch.setattr(emitter, "WIDTH_HINTS", True)
+    compiled = nest.compile(**options)
+    widths = re.findall(r'!"llvm.loop.vectorize.width", i32 ([0-9]+)',
+                        compiled.compilation.llvm_ir)
+    assert _parallel_loops(compiled.compilation.llvm_ir) == 1
+    assert widths == [str(vector_bits() // 64)]
+    x, y = np.random.default_rng(4).uniform(size=(2, 23, 23))
+    np.testing.assert_allclose(compiled.run({"A": x, "B": y})["B"], y * 2 + x, rtol=1e-12)

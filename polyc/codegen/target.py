@@ -45,6 +45,14 @@ def host_cpu() -> tuple[str, str]:
     return llvm.get_host_cpu_name(), ",".join([*features, WIDE_VECTORS])
 
 
+@functools.cache
+def vector_bits() -> int:
+    """The width of this CPU's widest vector registers in bits: 512 with AVX-512F, 256
+    with AVX, else 128 (SSE)."""
+    features = host_cpu()[1].split(",")
+    return 512 if "+avx512f" in features else 256 if "+avx" in features else 128
+
+
 def host_target_machine(*, reloc: str = "default", jit: bool = False) -> llvm.TargetMachine:
     """A new ``TargetMachine`` for the host CPU at ``-O3``.
 
