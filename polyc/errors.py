@@ -73,7 +73,17 @@ class CSourceError(PolycError):
 
 
 class IllegalScheduleError(PolycError):
-    """A schedule that runs some dependence backwards; the message shows which."""
+    """A schedule that runs some dependence backwards; the message shows which, and
+    ``witness`` (when known) is that dependence's instance pairs (an ``isl.Map``)."""
+
+    def __init__(self, message: str, *, witness=None):
+        super().__init__(message)
+        self.witness = witness
+
+
+class RefusedError(IllegalScheduleError):
+    """A schedule primitive (:mod:`polyc.steer`) refused: it would run a dependence
+    backward or tile a band that is not permutable; the schedule stays as it was."""
 
 
 class CodegenError(PolycError):

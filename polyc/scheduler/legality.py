@@ -1,9 +1,12 @@
 """The legality checker: a schedule is legal when every dependence goes forward,
 i.e. for each dependence ``x -> y``, ``T(x)`` is lexicographically before ``T(y)``,
-and it schedules exactly the statement instances of the SCoP; and every loop under a
-``parallel`` mark carries no dependence: for each dependence ``x -> y`` between
-instances below the mark whose outer loops agree, ``x`` and ``y`` run in the same
-iteration of the parallel loop.
+and it schedules exactly the statement instances of the SCoP; every band marked
+permutable may be tiled: each dependence between its instances whose outer loops
+agree goes forward or stays along every member of the band (not only the first that
+differs), so any order of its members, and tiles, keep it forward; and every loop
+under a ``parallel`` mark carries no dependence: for each dependence ``x -> y``
+between instances below the mark whose outer loops agree, ``x`` and ``y`` run in the
+same iteration of the parallel loop.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ def check_legality(scop: Scop, schedule: isl.Schedule) -> None:
         raise IllegalScheduleError(
             f"schedule does not cover the SCoP: missing {missing}, extra {extra}")
     check_order(scop.dependences, schedule.get_map())
+    check_permutable(scop, schedule)
     check_parallel(scop, schedule)
 
 
@@ -109,7 +113,76 @@ def _not_respected(kind: str, dep: isl.Map, backward: isl.Map, times: isl.UnionM
     src = dep.get_tuple_name(isl.dim_type.in_)
     dst = dep.get_tuple_name(isl.dim_type.out)
     return IllegalScheduleError(f"{kind} dependence {src} -> {dst} is not respected: {dep}; "
-                                f"violated at {sample}")
+                                f"violated at {sample}", witness=dep)
+
+
+def check_permutable(scop: Scop, schedule: isl.Schedule) -> None:
+    """Raise :class:`IllegalScheduleError` when a band marked permutable has a member
+    along which a dependence between the band's instances, their outer loops equal,
+    goes backward: tiling the band, or reordering its members, would then run it
+    backward. The error names the band, the member and an instance pair."""
+    bands: list[isl.ScheduleNode] = []
+
+    def visit(node: isl.ScheduleNode) -> bool:
+        if (node.get_type() == isl.schedule_node_type.band and node.band_n_member() > 1
+                and node.band_get_permutable()):
+            bands.append(node.copy())
+        return True
+
+    schedule.get_root().foreach_descendant_top_down(visit)
+    for band in bands:
+        witness = backward_member(scop.dependences, band, scop.context)
+        if witness is not None:
+            member, kind, dep = witness
+            raise IllegalScheduleError(
+                f"band of {', '.join(sorted(statement_names(band.get_domain())))} is marked "
+                f"permutable but its member {member} "
+                f"({band.band_get_partial_schedule().get_at(member)}) runs a {kind} "
+                f"dependence {_ends(dep)} backward: {dep}; e.g. {dep.sample()}", witness=dep)
+
+
+def live_dependences(dependences: Dependences, band: isl.ScheduleNode,
+                     context: isl.Set | None = None) -> isl.UnionMap:
+    """The dependences between instances of ``band`` that its outer loops do not order
+    (the same outer iteration): those the band's members must keep."""
+    domain = band.get_domain()
+    outer = outer_schedule(band, domain)
+    deps = dependences.among(statement_names(domain))
+    deps = deps.intersect_domain(domain).intersect_range(domain)
+    if context is not None:
+        deps = deps.intersect_params(context)
+    return deps.intersect(outer.apply_range(outer.reverse()))
+
+
+def backward_member(dependences: Dependences, band: isl.ScheduleNode,
+                    context: isl.Set | None = None) -> tuple[int, str, isl.Map] | None:
+    """``(member, kind, pairs)``: the first member of ``band`` along which some live
+    dependence (:func:`live_dependences`) goes backward, its kind and those instance
+    pairs; None when every member keeps every one forward or equal (the band is
+    permutable)."""
+    live = live_dependences(dependences, band, context)
+    if live.is_empty():
+        return None
+    rows = band.band_get_partial_schedule()
+    for member in range(band.band_n_member()):
+        row = isl.UnionMap.from_union_pw_aff(rows.get_at(member))
+        backward = live.intersect(row.apply_range(_below(row)).apply_range(row.reverse()))
+        if not backward.is_empty():
+            kind = next(kind for kind, umap in dependences.kinds().items()
+                        if not umap.intersect(backward).is_empty())
+            return member, kind, union_maps(backward.intersect(
+                dependences.kinds()[kind]))[0]
+    return None
+
+
+def _below(row: isl.UnionMap) -> isl.UnionMap:
+    """Value -> the values below it, on the one-dimensional range of ``row``."""
+    space = union_maps(row)[0].get_space().range()
+    return isl.UnionMap.from_map(isl.Map.lex_gt(space))
+
+
+def _ends(dep: isl.Map) -> str:
+    return f"{dep.get_tuple_name(isl.dim_type.in_)} -> {dep.get_tuple_name(isl.dim_type.out)}"
 
 
 def check_parallel(scop: Scop, schedule: isl.Schedule) -> None:
