@@ -1,17 +1,21 @@
-"""Stencil benchmarks: polyc's tiled loop nests next to untiled ones and numpy.
+"""Stencil benchmarks: polyc's tiled loop nests next to the loops as written and numpy.
 
-    python benchmarks/stencils.py [--repeat N] [--threads 1] [--cases jacobi1d,heat3d]
+    python benchmarks/stencils.py [--repeat N] [--threads 1] [--cases jacobi-1d,heat-3d]
                                   [--json out.json]
 
 For each PolyBench stencil (:mod:`polyc.scop.polybench`) at a size whose arrays do not
-fit in L2, it prints polyc's compile time and the median run time of polyc (tiled:
-stencil tile sizes, diamond tiles, wavefront), polyc with tiling disabled and a
+fit in L2, it prints polyc's compile time and the median run time of polyc as it
+compiles by default (Pluto's schedule, tiled: stencil tile sizes, diamond tiles,
+wavefront), of the original loops as written compiled by polyc (``scheduler=
+"original", tile=False``: the honest baseline, the code the user wrote), of Pluto's
+schedule untiled (``tile=False``: skewed loops, which tiling starts from) and of a
 vectorized numpy version ('-' for seidel-2d, whose in-place sweep numpy cannot
-vectorize), and the ratios polyc/untiled and polyc/numpy (below 1.0 means polyc is
-faster). Run times include copying the input arrays, as ``run`` does. Before timing,
-polyc's output is checked against the kernel's numpy reference at a small size. Each
-thread count runs in its own process with ``OMP_NUM_THREADS`` set to it. Results go
-to JSON (default benchmarks/results/stencils.json).
+vectorize), all interleaved (one call of each per round), and the ratios
+polyc/original and polyc/numpy (below 1.0 means polyc is faster). Run times include
+copying the input arrays, as ``run`` does. Before timing, each polyc build's output
+is checked against the kernel's numpy reference at a small size. Each thread count runs
+in its own process with ``OMP_NUM_THREADS`` set to it. Results go to JSON (default
+benchmarks/results/stencils.json).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from harness import (  # noqa: E402
     drive,
     fmt_ms,
     fmt_ratio,
-    median_time,
+    median_times,
     pin_threads,
     tables,
 )
@@ -64,21 +68,27 @@ def jacobi2d_numpy(p, arrays):
 
 # name -> (benchmark parameters, small parameters for the check, vectorized numpy or None)
 CASES = {
-    "jacobi1d": ({"T": 500, "N": 400_000}, {"T": 7, "N": 300}, jacobi1d_numpy),
-    "jacobi2d": ({"T": 100, "N": 1000}, {"T": 6, "N": 70}, jacobi2d_numpy),
-    "seidel2d": ({"T": 20, "N": 1000}, {"T": 5, "N": 40}, None),
-    "heat3d": ({"T": 40, "N": 150}, {"T": 5, "N": 20}, KERNELS["heat3d"].reference),  # numpy
+    "jacobi-1d": ({"T": 500, "N": 400_000}, {"T": 7, "N": 300}, jacobi1d_numpy),
+    "jacobi-2d": ({"T": 100, "N": 1000}, {"T": 6, "N": 70}, jacobi2d_numpy),
+    "seidel-2d": ({"T": 20, "N": 1000}, {"T": 5, "N": 40}, None),
+    "heat-3d": ({"T": 40, "N": 150}, {"T": 5, "N": 20}, KERNELS["heat-3d"].reference),  # numpy
 }
 
 
 
+# the builds timed: label -> compile options
+BUILDS = {"polyc": {}, "original": {"scheduler": "original", "tile": False},
+          "pluto untiled": {"tile": False}}
+
+
 def check(name, small, numpy_fn):
-    """polyc (tiled, small tiles included) and the numpy version against the reference."""
+    """Every build (polyc's with small tiles too) and the numpy version against the
+    reference."""
     kernel = KERNELS[name]
     arrays = kernel.inputs(seed=1, params=small)
     expected = kernel.reference(small, arrays)
-    outputs = [kernel.build().compile(params=small, tile_size=size).run(arrays)
-               for size in (None, 4)]
+    outputs = [kernel.build().compile(params=small, **options).run(arrays)
+               for options in [*BUILDS.values(), {"tile_size": 4}]]
     if numpy_fn is not None:
         outputs.append(numpy_fn(small, arrays))
     for out in outputs:
@@ -92,33 +102,36 @@ def run_case(name, repeat):
     check(name, small, numpy_fn)
     kernel = KERNELS[name]
     arrays = kernel.inputs(seed=0, params=params)
-    start = time.perf_counter()
-    compiled = kernel.build().compile(params=params)
-    compile_s = time.perf_counter() - start
-    untiled = kernel.build().compile(params=params, tile=False)
-    row = {"case": name, "params": params, "compile_s": compile_s,
-           "polyc_s": median_time(lambda: compiled.run(arrays), repeat),
-           "untiled_s": median_time(lambda: untiled.run(arrays), repeat),
-           "numpy_s": (median_time(lambda: numpy_fn(params, arrays), repeat)
-                       if numpy_fn else None),
-           "tiling": [d for d in compiled.schedule.decisions
+    builds, compile_s = {}, {}
+    for label, options in BUILDS.items():
+        start = time.perf_counter()
+        builds[label] = kernel.build().compile(params=params, **options)
+        compile_s[label] = time.perf_counter() - start
+    fns = {label: (lambda c=c: c.run(arrays)) for label, c in builds.items()}
+    if numpy_fn is not None:
+        fns["numpy"] = lambda: numpy_fn(params, arrays)
+    times = median_times(fns, repeat)
+    row = {"case": name, "params": params, "compile_s": compile_s["polyc"],
+           "polyc_s": times["polyc"], "original_s": times["original"],
+           "pluto_untiled_s": times["pluto untiled"], "numpy_s": times.get("numpy"),
+           "tiling": [d for d in builds["polyc"].schedule.decisions
                       if d.startswith(("tiling", "parallel"))]}
-    row["polyc/untiled"] = row["polyc_s"] / row["untiled_s"]
+    row["polyc/original"] = row["polyc_s"] / row["original_s"]
     row["polyc/numpy"] = row["polyc_s"] / row["numpy_s"] if numpy_fn else None
     return row
 
 
-
 def print_table(rows, threads):
     print(f"\n{threads} thread{'s' if threads > 1 else ''}")
-    print(f"{'case':<26}{'compile ms':>11}{'polyc ms':>10}{'untiled ms':>12}{'numpy ms':>10}"
-          f"{'polyc/untiled':>15}{'polyc/numpy':>13}")
+    print(f"{'case':<26}{'compile ms':>11}{'polyc ms':>10}{'original ms':>13}"
+          f"{'pluto untiled ms':>18}{'numpy ms':>10}{'polyc/original':>16}{'polyc/numpy':>13}")
     for r in rows:
         size = " ".join(f"{k}={v}" for k, v in r["params"].items())
-        times = [fmt_ms(r[k], 1) for k in ("compile_s", "polyc_s", "untiled_s", "numpy_s")]
-        print(f"{r['case'] + ' ' + size:<26}{times[0]:>11}{times[1]:>10}{times[2]:>12}"
-              f"{times[3]:>10}"
-              f"{fmt_ratio(r['polyc/untiled']):>15}{fmt_ratio(r['polyc/numpy']):>13}")
+        times = [fmt_ms(r[k], 1) for k in ("compile_s", "polyc_s", "original_s",
+                                           "pluto_untiled_s", "numpy_s")]
+        print(f"{r['case'] + ' ' + size:<26}{times[0]:>11}{times[1]:>10}{times[2]:>13}"
+              f"{times[3]:>18}{times[4]:>10}"
+              f"{fmt_ratio(r['polyc/original']):>16}{fmt_ratio(r['polyc/numpy']):>13}")
     for r in rows:
         print(f"  {r['case']}: " + "; ".join(d.split(": ", 1)[1] for d in r["tiling"]))
 

@@ -30,8 +30,8 @@ def model_note(compilation) -> str:
 def test_a_skewed_stencil_is_scalar_and_the_original_order_runs_in_lanes():
     """jacobi-1d: Pluto fuses its two statements in a skewed loop that carries their
     dependences (no lanes); the original order's two i loops are parallel, stride 1."""
-    _, pluto = lowered("jacobi1d", tile=False)
-    _, original = lowered("jacobi1d", scheduler="original", tile=False)
+    _, pluto = lowered("jacobi-1d", tile=False)
+    _, original = lowered("jacobi-1d", scheduler="original", tile=False)
     skewed = estimate(pluto.scop, pluto.schedule.schedule)
     plain = estimate(original.scop, original.schedule.schedule)
     assert skewed.vectorized == () and set(skewed.scalar) == {"S1", "S2"}
@@ -45,7 +45,7 @@ def test_the_model_keeps_a_vectorized_product_and_leaves_a_skewed_stencil():
     recipe: tests/test_c_frontend.py.)"""
     _, matmul = lowered("matmul", autoselect="model")
     assert model_note(matmul).endswith("-> pluto")
-    kernel, jacobi = lowered("jacobi1d", autoselect="model")
+    kernel, jacobi = lowered("jacobi-1d", autoselect="model")
     assert model_note(jacobi).endswith("-> original")
     assert jacobi.schedule.scheduler == "original"
 
@@ -66,7 +66,7 @@ def test_choose_keeps_the_first_unless_another_is_cheaper_by_the_margin():
     assert choose([e(10.0), e(100.0)]) == 0
 
 
-@pytest.mark.parametrize("name", ["jacobi1d", "trisolv", "matmul", "fdtd2d", "lu"])
+@pytest.mark.parametrize("name", ["jacobi-1d", "trisolv", "matmul", "fdtd-2d", "lu"])
 def test_the_chosen_schedule_computes_the_reference(name):
     kernel = KERNELS[name]
     compiled = kernel.build().compile(params=kernel.params, autoselect="model", threads=1)

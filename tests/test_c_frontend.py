@@ -320,7 +320,7 @@ def test_autoselect_measures_every_candidate_and_keeps_a_correct_one(tmp_path):
 
 def test_autoselect_needs_parameter_values():
     from polyc.scop.polybench import KERNELS
-    nest = KERNELS["jacobi1d"].build()
+    nest = KERNELS["jacobi-1d"].build()
     with pytest.raises(PolycError, match="keep no parameter symbolic"):
         nest.compile(params={"T": 4}, symbolic=["N"], autoselect="measure")
 

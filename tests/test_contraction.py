@@ -103,7 +103,7 @@ def test_gemm_with_transposed_operands(trans_a, trans_b):
     np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize("name", ["matmul", "mm2", "mm3"])
+@pytest.mark.parametrize("name", ["matmul", "2mm", "3mm"])
 def test_polybench_products_with_the_recipe_equal_untiled(name):
     kernel = KERNELS[name]
     params = {p: 20 + 3 * n for n, p in enumerate(kernel.params)}

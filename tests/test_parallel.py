@@ -45,7 +45,7 @@ THREADS = [1, 2, 3]
 MATMUL_SHAPES = [(203, 130, 290), (257, 64, 300)]
 # Kernels whose Pluto schedule has a parallel loop in an outermost band (or right below
 # one); the stencils, lu and doitgen have none.
-PARALLEL_KERNELS = ["gemver", "fusion", "independent", "matmul", "mm2", "mm3", "mvt",
+PARALLEL_KERNELS = ["gemver", "fusion", "independent", "matmul", "2mm", "3mm", "mvt",
                     "trisolv"]
 
 
@@ -502,7 +502,7 @@ def test_legality_rejects_a_parallel_reduction_loop():
 
 
 def test_legality_rejects_a_parallel_time_loop():
-    _, scop, schedule = _pluto_schedule("jacobi1d")
+    _, scop, schedule = _pluto_schedule("jacobi-1d")
     with pytest.raises(IllegalScheduleError, match="carries a RAW dependence"):
         check_parallel(scop, _mark_members(schedule, "S1", 0))
 
@@ -553,7 +553,7 @@ def test_a_parallel_loop_that_is_empty_for_some_outer_iterations(every_loop, thr
     clamp turned the empty range init..last into the iterations last..init-1). Tiles of
     8x8x256 (the stencil model's for float32 from a 32 KiB L1) make several tiles
     along i."""
-    kernel = KERNELS["fdtd2d"]
+    kernel = KERNELS["fdtd-2d"]
     params = {"T": 18, "NX": 10, "NY": 300}
     arrays = kernel.inputs(seed=5, params=params)
     compiled = compile_scop(kernel.build().scop(), params=params, fast_math=False,

@@ -173,7 +173,7 @@ def test_coefficients_from_the_child_process_equal_the_direct_ones(monkeypatch):
     from polyc import islserver
     from polyc.scop.polybench import KERNELS
 
-    kernel = KERNELS["jacobi1d"]
+    kernel = KERNELS["jacobi-1d"]
     served = kernel.build().compile(params=kernel.params).inspect()
     ctx = isl.Context()
     monkeypatch.setattr(islserver, "call", lambda function, texts, seconds:
@@ -189,7 +189,7 @@ def test_merged_dependences_are_split_into_the_analysis_pieces_for_farkas(monkey
     from polyc.islutil import items, union_maps
     from polyc.scheduler import pluto
     from polyc.scop.polybench import KERNELS
-    scop = compute_dependences(KERNELS["heat3d"].build().scop())
+    scop = compute_dependences(KERNELS["heat-3d"].build().scop())
     deps = scop.dependences
     assert deps.pieces.is_equal(deps.all)  # the same relation...
     merged = sum(m.n_basic_map() for m in union_maps(deps.all))

@@ -28,33 +28,33 @@ PLUTO_MAPS = {
     "matmul": "{ S1[i, j] -> [0, i, j, 0]; S2[i, j, k] -> [1, i, j, k] }",
     # S1(t, i) reads A[i - 1] before S2(t, i - 1) writes it, at the same (t, 2t + i):
     # the scalar dimension that orders them is part of Pluto's output too.
-    "jacobi1d": "{ S1[t, i] -> [t, 2t + i, 0]; S2[t, i] -> [t, 2t + i + 1, 1] }",
-    "jacobi2d": "{ S1[t, i, j] -> [t, 2t + i, 2t + j]; "
+    "jacobi-1d": "{ S1[t, i] -> [t, 2t + i, 0]; S2[t, i] -> [t, 2t + i + 1, 1] }",
+    "jacobi-2d": "{ S1[t, i, j] -> [t, 2t + i, 2t + j]; "
                 "S2[t, i, j] -> [t, 2t + i + 1, 2t + j + 1] }",
-    "seidel2d": "{ S1[t, i, j] -> [t, t + i, 2t + i + j] }",
-    "heat3d": "{ S1[t, i, j, k] -> [t, t + i, t + j, t + k] }",
+    "seidel-2d": "{ S1[t, i, j] -> [t, t + i, 2t + i + j] }",
+    "heat-3d": "{ S1[t, i, j, k] -> [t, t + i, t + j, t + k] }",
 }
 
 # Pluto notation of every kernel under smartfuse, and the coincidence flags of its
 # bands in order ('p' parallel, 's' sequential).
 GOLDEN = {
     "matmul": (["T(S1): (0, i, j, 0)", "T(S2): (1, i, j, k)"], ["pp", "pps"]),
-    "jacobi1d": (["T(S1): (t, 2*t + i, 0)", "T(S2): (t, 2*t + i + 1, 1)"], ["ss"]),
-    "jacobi2d": (["T(S1): (t, 2*t + i, 2*t + j)", "T(S2): (t, 2*t + i + 1, 2*t + j + 1)"],
+    "jacobi-1d": (["T(S1): (t, 2*t + i, 0)", "T(S2): (t, 2*t + i + 1, 1)"], ["ss"]),
+    "jacobi-2d": (["T(S1): (t, 2*t + i, 2*t + j)", "T(S2): (t, 2*t + i + 1, 2*t + j + 1)"],
                  ["sss"]),
-    "seidel2d": (["T(S1): (t, t + i, 2*t + i + j)"], ["sss"]),
-    "heat3d": (["T(S1): (t, t + i, t + j, t + k)"], ["ssss"]),
+    "seidel-2d": (["T(S1): (t, t + i, 2*t + i + j)"], ["sss"]),
+    "heat-3d": (["T(S1): (t, t + i, t + j, t + k)"], ["ssss"]),
     # Pluto's fdtd-2d: one 3-d band for all four statements, hz shifted by one.
-    "fdtd2d": (["T(S1): (t, t + j, t)", "T(S2): (t, t + j, t + i)",
+    "fdtd-2d": (["T(S1): (t, t + j, t)", "T(S2): (t, t + j, t + i)",
                 "T(S3): (t, t + j, t + i)", "T(S4): (t, t + j + 1, t + i + 1)"], ["sss"]),
     "lu": (["T(S1): (k, j, k)", "T(S2): (k, j, i)"], ["sss"]),
     "mvt": (["T(S1): (i, j)", "T(S2): (i, j)"], ["ps"]),
     # Pluto's gemver: S1 interchanged so that S2 can fuse with it.
     "gemver": (["T(S1): (0, j, i, 0)", "T(S2): (0, i, j, 1)", "T(S3): (1, i, 0, 0)",
                 "T(S4): (2, i, j, 0)"], ["ps", "p", "ps"]),
-    "mm2": (["T(S1): (0, i, j, 0)", "T(S2): (1, i, j, k)", "T(S3): (2, i, l, 0)",
+    "2mm": (["T(S1): (0, i, j, 0)", "T(S2): (1, i, j, k)", "T(S3): (2, i, l, 0)",
              "T(S4): (3, i, l, j)"], ["pp", "pps", "pp", "pps"]),
-    "mm3": (["T(S1): (0, i, j, 0)", "T(S2): (1, i, j, k)", "T(S3): (2, i, j, 0)",
+    "3mm": (["T(S1): (0, i, j, 0)", "T(S2): (1, i, j, k)", "T(S3): (2, i, j, 0)",
              "T(S4): (3, i, j, k)", "T(S5): (4, i, j, 0)", "T(S6): (5, i, j, k)"],
             ["pp", "pps", "pp", "pps", "pp", "pps"]),
     # sum[] is shared by all (r, q): r and q are sequential bands of their own.
@@ -154,7 +154,7 @@ def test_transformed_code_equals_original_bit_for_bit(name):
                                           err_msg=f"{name}: {array} under {scheduler}")
 
 
-@pytest.mark.parametrize("name", ["jacobi2d", "gemver", "lu"])
+@pytest.mark.parametrize("name", ["jacobi-2d", "gemver", "lu"])
 def test_fast_math_results_stay_close(name):
     kernel = KERNELS[name]
     arrays = kernel.inputs(seed=12)

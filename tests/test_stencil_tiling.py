@@ -22,15 +22,15 @@ from polyc.tiling.rectangular import tile_bands
 from polyc.tiling.stencil import Stencil, stencil_band, stencil_sizes
 
 RTOL, ATOL = 1e-5, 1e-6
-STENCILS = ["jacobi1d", "jacobi2d", "seidel2d", "heat3d", "fdtd2d"]
+STENCILS = ["jacobi-1d", "jacobi-2d", "seidel-2d", "heat-3d", "fdtd-2d"]
 # Parameters at which the model's sizes tile some member. heat-3d compiles take a second
 # or two (its scheduling and diamond ILPs, a 4-d AST): it gets sizes 3 and the model's.
-TILED = {"jacobi1d": {"T": 20, "N": 3000}, "jacobi2d": {"T": 18, "N": 300},
-         "seidel2d": {"T": 18, "N": 40}, "heat3d": {"T": 9, "N": 12},
-         "fdtd2d": {"T": 18, "NX": 20, "NY": 300}}
-DIAMONDS = {"jacobi1d": "S1: 2*t - i; S2: 2*t - i + 1",
-            "jacobi2d": "S1: 2*t - i; S2: 2*t - i + 1",
-            "heat3d": "S1: t - i"}
+TILED = {"jacobi-1d": {"T": 20, "N": 3000}, "jacobi-2d": {"T": 18, "N": 300},
+         "seidel-2d": {"T": 18, "N": 40}, "heat-3d": {"T": 9, "N": 12},
+         "fdtd-2d": {"T": 18, "NX": 20, "NY": 300}}
+DIAMONDS = {"jacobi-1d": "S1: 2*t - i; S2: 2*t - i + 1",
+            "jacobi-2d": "S1: 2*t - i; S2: 2*t - i + 1",
+            "heat-3d": "S1: t - i"}
 L1_48K = Caches(48 * 1024, 2 * 1024 ** 2, 32 * 1024 ** 2)
 
 
@@ -82,7 +82,7 @@ def assert_same_results(name, params, tiled, untiled):
 
 @pytest.mark.parametrize(("name", "size"), [(name, size) for name in STENCILS
                                              for size in (3, 5, None)
-                                             if (name, size) != ("heat3d", 5)])
+                                             if (name, size) != ("heat-3d", 5)])
 def test_stencil_tiles_are_legal_and_exact(name, size):
     params = TILED[name]
     tiled, untiled = compile_pair(name, params, tile_size=size)
@@ -148,8 +148,8 @@ def test_the_innermost_point_loop_is_distributed_where_statements_depend_along_i
     from polyc.scheduler.cost import estimate
     scop, tree = scheduled(name, TILED[name])
     stencil = stencil_band(scop, outer_band(tree))
-    expected = {"jacobi1d": ("S1", "S2"), "jacobi2d": ("S1", "S2"),
-                "fdtd2d": ("S1", "S2", "S3", "S4")}.get(name, ())
+    expected = {"jacobi-1d": ("S1", "S2"), "jacobi-2d": ("S1", "S2"),
+                "fdtd-2d": ("S1", "S2", "S3", "S4")}.get(name, ())
     assert stencil.distributed == expected
     tiled, notes = tile_bands(scop, tree, None)
     check_legality(scop, tiled)
@@ -165,7 +165,7 @@ def test_pipeline_uses_the_model_sizes(name):
     scop, tree = scheduled(name, TILED[name])
     stencil = stencil_band(scop, outer_band(tree))
     assert stencil is not None
-    assert stencil.recurrence == (name == "seidel2d")  # A[i][j - 1] of this time step
+    assert stencil.recurrence == (name == "seidel-2d")  # A[i][j - 1] of this time step
     tiled, notes = tile_bands(scop, tree, None)
     n = outer_band(tree).band_n_member()
     sizes = stencil_sizes(stencil, n, host_caches(), diamond=name in DIAMONDS)
@@ -175,7 +175,7 @@ def test_pipeline_uses_the_model_sizes(name):
 
 
 def test_an_explicit_tile_size_overrides_the_model():
-    scop, tree = scheduled("jacobi2d", TILED["jacobi2d"])
+    scop, tree = scheduled("jacobi-2d", TILED["jacobi-2d"])
     _, notes = tile_bands(scop, tree, 7)
     assert "band of S1, S2: tiles 7x7x7" in notes
 
@@ -234,7 +234,7 @@ def _span(values: isl.UnionSet) -> int:
     return (single.dim_max_val(0).to_python() - single.dim_min_val(0).to_python()) + 1
 
 
-@pytest.mark.parametrize("name", ["jacobi1d", "jacobi2d"])
+@pytest.mark.parametrize("name", ["jacobi-1d", "jacobi-2d"])
 def test_parallelogram_tiles_stay_available(name):
     params = TILED[name]
     scop, tree = scheduled(name, params)
@@ -245,13 +245,13 @@ def test_parallelogram_tiles_stay_available(name):
 
 def test_seidel_has_no_concurrent_start():
     """-(t + i) + 2t would run the intra-step dependence A[i - 1][j] backwards."""
-    scop, tree = scheduled("seidel2d", TILED["seidel2d"])
+    scop, tree = scheduled("seidel-2d", TILED["seidel-2d"])
     stencil = stencil_band(scop, outer_band(tree))
     assert concurrent_start(scop, stencil.dependences, list(stencil.rows)) is None
 
 
 def test_concurrent_start_row_is_valid_and_strictly_inside_the_cone():
-    scop, tree = scheduled("jacobi1d", TILED["jacobi1d"])
+    scop, tree = scheduled("jacobi-1d", TILED["jacobi-1d"])
     stencil = stencil_band(scop, outer_band(tree))
     row = concurrent_start(scop, stencil.dependences, list(stencil.rows))
     assert row == {"S1": ((2, -1), 0), "S2": ((2, -1), 1)}

@@ -45,7 +45,7 @@ def test_matmul_is_tiled_with_j_innermost_in_the_tile():
 
 
 def test_skewed_stencil_band_is_tiled():
-    kernel = KERNELS["seidel2d"]
+    kernel = KERNELS["seidel-2d"]
     compiled = kernel.build().compile(params={"T": 5, "N": 14}, tile_size=4)
     assert "tiling: band of S1: tiles 4x4x4" in compiled.schedule.decisions
     arrays = kernel.inputs(seed=3, params={"T": 5, "N": 14})

@@ -6,7 +6,7 @@ products. Each :class:`Kernel` builds its nest, gives small default parameter va
 random inputs, and a numpy reference that runs the original loops in float32, so a
 compiled schedule can be checked against it::
 
-    kernel = KERNELS["jacobi2d"]
+    kernel = KERNELS["jacobi-2d"]
     arrays = kernel.inputs(seed=0)
     out = kernel.build().compile(params=kernel.params).run(arrays)
     expected = kernel.reference(kernel.params, arrays)
@@ -440,20 +440,38 @@ def independent_reference(p, arrays):
     return s
 
 
-KERNELS: dict[str, Kernel] = {k.name: k for k in [
+class _Kernels(dict):
+    """The kernels by PolyBench's spelling (``jacobi-2d``, ``2mm``); the names they had
+    before (``jacobi2d``, ``mm2``: no hyphen, letters first) still find them, and an
+    unknown name's KeyError lists the kernels."""
+
+    def __missing__(self, name):
+        for kernel in self.values():
+            if isinstance(name, str) and _older(kernel.name) == name:
+                return kernel
+        raise KeyError(f"no loop-nest kernel {name!r}; choose one of {', '.join(self)}")
+
+
+def _older(name: str) -> str:
+    """``jacobi-2d`` -> ``jacobi2d``, ``2mm`` -> ``mm2``: the names before PolyBench's."""
+    name = name.replace("-", "")
+    return name[1:] + name[0] if name[0].isdigit() else name
+
+
+KERNELS: dict[str, Kernel] = _Kernels({k.name: k for k in [
     Kernel("matmul", matmul, matmul_reference, {"M": 7, "N": 5, "K": 9}),
-    Kernel("jacobi1d", jacobi1d, jacobi1d_reference, {"T": 6, "N": 30}),
-    Kernel("jacobi2d", jacobi2d, jacobi2d_reference, {"T": 4, "N": 12}),
-    Kernel("seidel2d", seidel2d, seidel2d_reference, {"T": 3, "N": 12}),
-    Kernel("heat3d", heat3d, heat3d_reference, {"T": 3, "N": 8}),
-    Kernel("fdtd2d", fdtd2d, fdtd2d_reference, {"T": 4, "NX": 10, "NY": 12}),
+    Kernel("jacobi-1d", jacobi1d, jacobi1d_reference, {"T": 6, "N": 30}),
+    Kernel("jacobi-2d", jacobi2d, jacobi2d_reference, {"T": 4, "N": 12}),
+    Kernel("seidel-2d", seidel2d, seidel2d_reference, {"T": 3, "N": 12}),
+    Kernel("heat-3d", heat3d, heat3d_reference, {"T": 3, "N": 8}),
+    Kernel("fdtd-2d", fdtd2d, fdtd2d_reference, {"T": 4, "NX": 10, "NY": 12}),
     Kernel("lu", lu, lu_reference, {"N": 12}, prepare=_diagonally_dominant("A")),
     Kernel("mvt", mvt, mvt_reference, {"N": 13}),
     Kernel("gemver", gemver, gemver_reference, {"N": 11}),
-    Kernel("mm2", mm2, mm2_reference, {"NI": 6, "NJ": 7, "NK": 8, "NL": 9}),
-    Kernel("mm3", mm3, mm3_reference, {"NI": 6, "NJ": 7, "NK": 8, "NL": 9, "NM": 5}),
+    Kernel("2mm", mm2, mm2_reference, {"NI": 6, "NJ": 7, "NK": 8, "NL": 9}),
+    Kernel("3mm", mm3, mm3_reference, {"NI": 6, "NJ": 7, "NK": 8, "NL": 9, "NM": 5}),
     Kernel("doitgen", doitgen, doitgen_reference, {"NR": 3, "NQ": 4, "NP": 6}),
     Kernel("trisolv", trisolv, trisolv_reference, {"N": 16}, prepare=_diagonally_dominant("L")),
     Kernel("fusion", fusion, fusion_reference, {"M": 6, "N": 5}),
     Kernel("independent", independent, independent_reference, {"M": 6, "N": 4}),
-]}
+]})
