@@ -16,6 +16,7 @@ from polyc.errors import (  # noqa: F401
     NotAffineError,
     OutputError,
     PolycError,
+    RefusedError,
     ResourceError,
     ShapeError,
     UnsupportedDtypeError,
@@ -43,3 +44,12 @@ def load(path):
     """Open an AOT artifact written by ``polyc compile``; imports neither islpy nor llvmlite."""
     from polyc.runtime.artifact import load_artifact
     return load_artifact(path)
+
+
+def __getattr__(name: str):
+    """``polyc.Schedule`` and ``polyc.Trace`` (:mod:`polyc.steer`), imported when first
+    used (they need islpy)."""
+    if name in ("Schedule", "Trace"):
+        from polyc import steer
+        return getattr(steer, name)
+    raise AttributeError(f"module 'polyc' has no attribute {name!r}")

@@ -238,6 +238,15 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     """SCoP -> LLVM IR: every stage from dependences on; parameters stay symbolic until
     they are bound (``options.params``) for AST generation, but for those kept symbolic
     (``options.symbolic``), which become arguments of the generated code."""
+    scop, groups, scheduled = schedule_scop(scop, options, stages)
+    return lower_schedule(scop, groups, scheduled, options, stages)
+
+
+def schedule_scop(scop: Scop, options: Options, stages: _Stages
+                  ) -> tuple[Scop, FusionGroups, ScheduleResult]:
+    """The stages up to the scheduler's: the SCoP as scheduled (inlined, with its
+    dependences, scalars expanded and statements split), its fusion groups and the
+    schedule."""
     scop, inlined = stages.run("inline", inline_temporaries, scop, policy=options.fuse)
     scop = stages.run("dependences", compute_dependences, scop)
     if options.expand:
@@ -247,6 +256,13 @@ def lower_scop(scop: Scop, options: Options, stages: _Stages) -> Compilation:
     config.log_section(config.SYSTEMS, "dependences", lambda: str(scop.dependences))
     groups = stages.run("fusion", fuse, scop, policy=options.fuse, inlined=inlined)
     scheduled = stages.run("schedule", schedule, scop, groups, scheduler=options.scheduler)
+    return scop, groups, scheduled
+
+
+def lower_schedule(scop: Scop, groups: FusionGroups, scheduled: ScheduleResult,
+                   options: Options, stages: _Stages) -> Compilation:
+    """A scheduled SCoP (:func:`schedule_scop`) -> LLVM IR: the legality check, the
+    parameters bound, autoselection, tiling, parallel marks and code generation."""
     if options.check:
         stages.run("legality", check_legality, scop, scheduled.schedule)
     unbound = scop

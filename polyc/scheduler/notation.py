@@ -17,11 +17,11 @@ def pluto_notation(schedule: isl.Schedule | isl.UnionMap, scop=None) -> str:
     for relation in union_maps(times):
         name = relation.get_tuple_name(isl.dim_type.in_)
         rows[name] = f"T({name}): ({', '.join(_row_terms(relation))})"
-    order = [s.name for s in scop.statements] if scop is not None else sorted(rows, key=_natural)
+    order = [s.name for s in scop.statements] if scop is not None else sorted(rows, key=natural)
     return "\n".join(rows[name] for name in order if name in rows)
 
 
-def _natural(name: str):
+def natural(name: str):
     """``S2_x`` before ``S10_y``: statement names sort by their number."""
     digits = "".join(ch for ch in name[1:].split("_")[0] if ch.isdigit())
     return (int(digits) if digits else -1, name)

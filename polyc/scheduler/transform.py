@@ -1,0 +1,195 @@
+"""Affine transformations of one band of a schedule tree, for steering a schedule by
+hand (:mod:`polyc.steer`): each gives the band new rows and recomputes its
+``permutable`` and ``coincident`` flags from the dependences, so that tiling and
+parallel marks read true flags. None checks legality; :class:`polyc.steer.Schedule`
+runs the legality checker on the result and refuses what breaks a dependence.
+
+A band is found by a statement below it and its depth among the bands on that
+statement's path from the root (:func:`find_band`). Rows are ``isl.UnionPwAff``, one
+per member, over the band's statements; in Pluto's notation, for jacobi-1d's
+original band ``(t, i)``::
+
+    interchange(band, 0, 1)       T(S1): (t, i)  ->  (i, t)
+    skew(band, 1, 0, 2)           T(S1): (t, i)  ->  (t, 2*t + i)
+    shift(band, 1, {"S2": 1})     T(S2): (t, i)  ->  (t, i + 1)
+    reverse(band, 1)              T(S1): (t, i)  ->  (t, -i)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import islpy as isl
+
+from polyc.errors import PolycError
+from polyc.islutil import statement_names
+from polyc.scheduler.legality import backward_member, live_dependences
+from polyc.scheduler.notation import natural
+from polyc.scop.model import Scop
+
+
+def find_band(schedule: isl.Schedule, statement: str, depth: int = 0) -> isl.ScheduleNode:
+    """The ``depth``-th band (0: the outermost) on the path from the root of
+    ``schedule`` to the instances of ``statement``."""
+    names = statement_names(schedule.get_domain())
+    if statement not in names:
+        raise PolycError(f"no statement {statement!r} in the schedule; it has "
+                         f"{', '.join(sorted(names, key=natural))}")
+    node, found = schedule.get_root(), -1
+    while True:
+        kind = node.get_type()
+        if kind == isl.schedule_node_type.band:
+            found += 1
+            if found == depth:
+                return node
+        if kind in (isl.schedule_node_type.sequence, isl.schedule_node_type.set):
+            node = next(node.child(k) for k in range(node.n_children())
+                        if statement in statement_names(node.child(k).filter_get_filter()))
+        elif kind == isl.schedule_node_type.leaf or node.n_children() == 0:
+            raise PolycError(f"{statement} has {found + 1} band(s) above it; there is no "
+                             f"band at depth {depth}")
+        else:
+            node = node.child(0)
+
+
+def band_id(band: isl.ScheduleNode) -> tuple[str, int]:
+    """``(statement, depth)`` that :func:`find_band` finds ``band`` by: its first
+    statement in natural order and the bands above it."""
+    statement = min(statement_names(band.get_domain()), key=natural)
+    depth, node = 0, band
+    while node.has_parent():
+        node = node.parent()
+        depth += node.get_type() == isl.schedule_node_type.band
+    return statement, depth
+
+
+def rows(band: isl.ScheduleNode) -> list[isl.UnionPwAff]:
+    partial = band.band_get_partial_schedule()
+    return [partial.get_at(k) for k in range(band.band_n_member())]
+
+
+def interchange(band: isl.ScheduleNode, first: int, second: int) -> list[isl.UnionPwAff]:
+    """The band's rows with members ``first`` and ``second`` swapped."""
+    found = rows(band)
+    _members(found, first, second)
+    found[first], found[second] = found[second], found[first]
+    return found
+
+
+def permute(band: isl.ScheduleNode, order: Sequence[int]) -> list[isl.UnionPwAff]:
+    """The band's rows in ``order`` (new member k is old member ``order[k]``)."""
+    found = rows(band)
+    if sorted(order) != list(range(len(found))):
+        raise PolycError(f"an order of the band's {len(found)} members must name each of "
+                         f"0..{len(found) - 1} once, got {list(order)}")
+    return [found[k] for k in order]
+
+
+def skew(band: isl.ScheduleNode, member: int, by: int, factor: int = 1
+         ) -> list[isl.UnionPwAff]:
+    """The band's rows with ``factor`` times member ``by`` added to member ``member``."""
+    found = rows(band)
+    _members(found, member, by)
+    if member == by:
+        raise PolycError("skew a member by another one, not by itself (use scale)")
+    _integer(factor, "factor")
+    found[member] = found[member].add(found[by].scale_val(
+        isl.Val.int_from_si(band.get_ctx(), factor)))
+    return found
+
+
+def shift(band: isl.ScheduleNode, member: int, amounts: Mapping[str, int]
+          ) -> list[isl.UnionPwAff]:
+    """The band's rows with ``amounts[S]`` added to member ``member`` for each named
+    statement ``S`` (statements not named stay)."""
+    found = rows(band)
+    _members(found, member)
+    names = statement_names(band.get_domain())
+    row = found[member]
+    for statement, amount in amounts.items():
+        if statement not in names:
+            raise PolycError(f"statement {statement!r} is not in the band "
+                             f"({', '.join(sorted(names, key=natural))})")
+        _integer(amount, f"shift of {statement}")
+        row = row.add(_constant_on(band, statement, amount))
+    found[member] = row
+    return found
+
+
+def reverse(band: isl.ScheduleNode, member: int) -> list[isl.UnionPwAff]:
+    """The band's rows with member ``member`` negated: its loop runs backward."""
+    found = rows(band)
+    _members(found, member)
+    found[member] = found[member].neg()
+    return found
+
+
+def replace(scop: Scop, band: isl.ScheduleNode, new_rows: Sequence[isl.UnionPwAff]
+            ) -> isl.ScheduleNode:
+    """``band`` with ``new_rows`` (as many members) and flags recomputed
+    (:func:`set_flags`)."""
+    partial = band.band_get_partial_schedule()
+    for k, row in enumerate(new_rows):
+        partial = partial.set_at(k, row)
+    node = band.delete().insert_partial_schedule(partial)
+    return set_flags(scop, node)
+
+
+def set_flags(scop: Scop, band: isl.ScheduleNode) -> isl.ScheduleNode:
+    """``band`` with its ``permutable`` and ``coincident`` flags as :func:`flags` finds
+    them."""
+    permutable, coincident = flags(scop, band)
+    band = band.band_set_permutable(int(permutable))
+    for k, parallel in enumerate(coincident):
+        band = band.band_member_set_coincident(k, int(parallel))
+    return band
+
+
+def flags(scop: Scop, band: isl.ScheduleNode) -> tuple[bool, list[bool]]:
+    """Whether ``band`` is permutable (no live dependence goes backward along any
+    member: :func:`polyc.scheduler.legality.backward_member`), and per member whether
+    it is coincident: every live dependence that the members before it leave equal
+    has distance zero along it (the loop of that member then carries nothing)."""
+    dependences, context = scop.dependences, scop.context
+    permutable = backward_member(dependences, band, context) is None
+    live = live_dependences(dependences, band, context)
+    coincident = []
+    for row in rows(band):
+        row_map = isl.UnionMap.from_union_pw_aff(row)
+        same = row_map.apply_range(row_map.reverse())
+        coincident.append(live.is_subset(same))
+        live = live.intersect(same)
+    return permutable, coincident
+
+
+def _constant_on(band: isl.ScheduleNode, statement: str, amount: int) -> isl.UnionPwAff:
+    """``amount`` on ``statement``'s instances in ``band``, zero on the others."""
+    domain = band.get_domain()
+    pieces = []
+    for part in _sets(domain):
+        value = amount if part.get_tuple_name() == statement else 0
+        pieces.append(isl.UnionPwAff(isl.PwAff.val_on_domain(
+            part, isl.Val.int_from_si(band.get_ctx(), value))))
+    result = pieces[0]
+    for piece in pieces[1:]:
+        result = result.union_add(piece)
+    return result
+
+
+def _sets(domain: isl.UnionSet) -> list[isl.Set]:
+    found: list[isl.Set] = []
+    domain.foreach_set(found.append)
+    return found
+
+
+def _members(found: list, *members: int) -> None:
+    for member in members:
+        if isinstance(member, bool) or not isinstance(member, int) \
+                or not 0 <= member < len(found):
+            raise PolycError(f"the band has members 0..{len(found) - 1}, got {member!r}")
+
+
+def _integer(value, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PolycError(f"{what} must be an integer, got {value!r}")
+

@@ -1,0 +1,328 @@
+"""Steering a loop nest's schedule by hand: :class:`Schedule`, and the :class:`Trace`
+of what was done to it, which saves as JSON and replays.
+
+``Schedule(nest, params=...)`` runs the stages up to the scheduler's (inlining,
+dependences, scalar expansion, statement splitting, fusion, the scheduler given) and
+holds the SCoP, its dependences and the schedule tree. Each primitive rewrites one
+band, named by a statement below it and its depth among the bands above that statement
+(``"S1"`` is S1's outermost band, ``("S1", 1)`` the next one down), and checks the
+result before keeping it: every dependence still runs forward, and a band to be tiled
+is permutable. A primitive that would break a dependence is refused with
+:class:`~polyc.errors.RefusedError`, which names the dependence and an instance pair
+it would run backward (``witness``); the schedule is left as it was.
+
+jacobi-1d's original loops, as Pluto writes schedules::
+
+    >>> s = Schedule(KERNELS["jacobi-1d"].build(), params={"T": 100, "N": 4000},
+    ...              scheduler="original")
+    >>> print(s)
+    T(S1): (t, 0, i)
+    T(S2): (t, 1, i)
+    >>> s.tile("S1", [32, 32, 32])            # refused: i's dependences go backward
+    >>> s.skew("S1", member=2, by=0, factor=2)   # (t, 0, 2*t + i), (t, 1, 2*t + i)
+    ...
+
+:meth:`Schedule.compile` runs the rest of the pipeline on the schedule as steered
+(no automatic tiling unless ``tile=True``); the result runs like any compiled nest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import islpy as isl
+
+from polyc.errors import IllegalScheduleError, PolycError, RefusedError
+from polyc.islutil import statement_names
+from polyc.scheduler import ScheduleResult, transform
+from polyc.scheduler.legality import backward_member, check_order, check_permutable
+from polyc.scheduler.notation import natural, pluto_notation
+
+Band = str | tuple[str, int] | Sequence[Any]
+TRACE_VERSION = 1
+
+
+@dataclass
+class Trace:
+    """How a :class:`Schedule` came to be: the options its first stages ran with, the
+    schedule tree the scheduler gave (isl's text), each primitive applied (its name and
+    arguments) and the tree they made. :meth:`replay` redoes them on the same nest;
+    :meth:`save` and :meth:`load` keep it as JSON."""
+
+    start: dict[str, Any]
+    initial: str  # the scheduler's tree, isl's text
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    final: str = ""  # the tree after the steps
+
+    def __str__(self) -> str:
+        options = ", ".join(f"{k}={v!r}" for k, v in self.start.items())
+        lines = [f"Schedule(nest, {options})"]
+        for step in self.steps:
+            args = ", ".join(f"{k}={_plain(v)!r}" for k, v in step.items() if k != "op")
+            lines.append(f"  .{step['op']}({args})")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": TRACE_VERSION, "start": self.start, "initial": self.initial,
+                "steps": self.steps, "final": self.final}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Trace":
+        if not isinstance(data, Mapping) or data.get("version") != TRACE_VERSION:
+            raise PolycError(f"not a polyc schedule trace of version {TRACE_VERSION}: "
+                             f"{str(data)[:80]}")
+        try:
+            return cls(dict(data["start"]), str(data["initial"]),
+                       [dict(step) for step in data["steps"]], str(data.get("final", "")))
+        except (KeyError, TypeError, ValueError) as error:
+            raise PolycError(f"a schedule trace needs start, initial and steps: {error}"
+                             ) from None
+
+    def save(self, path) -> None:
+        """Write the trace as JSON to ``path`` (a new file, or one it replaces whole)."""
+        path = Path(path)
+        text = json.dumps(self.to_json(), indent=1) + "\n"
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(text)
+        partial.replace(path)
+
+    @classmethod
+    def load(cls, path) -> "Trace":
+        try:
+            data = json.loads(Path(path).read_text())
+        except OSError as error:
+            raise PolycError(f"cannot read the trace {path}: {error.strerror}") from None
+        except json.JSONDecodeError as error:
+            raise PolycError(f"{path} is not JSON: {error}") from None
+        return cls.from_json(data)
+
+    def replay(self, nest) -> "Schedule":
+        """The steps redone on ``nest`` (the nest the trace was made on), from the
+        scheduler's tree as recorded (so a scheduler whose output changed since, or that
+        runs against a clock, replays the same); the result's tree is checked to be the
+        recorded one."""
+        schedule = Schedule(nest, _initial=self.initial, **self.start)
+        for step in self.steps:
+            args = {k: _argument(v) for k, v in step.items() if k != "op"}
+            if step["op"] not in PRIMITIVES:
+                raise PolycError(f"unknown schedule primitive {step['op']!r} in the trace; "
+                                 f"known: {', '.join(PRIMITIVES)}")
+            getattr(schedule, step["op"])(**args)
+        if self.final and str(schedule.tree) != self.final:
+            raise PolycError("the replayed steps made another schedule than the trace's "
+                             "(was the nest changed?)")
+        return schedule
+
+
+class Schedule:
+    """A loop nest's schedule to steer by hand; see the module's docstring.
+
+    ``nest`` is a :class:`~polyc.scop.nest.LoopNest`, a C kernel
+    (:func:`polyc.from_c`, whose parameters default to its file's values) or a SCoP;
+    ``params`` the parameters' values, as for ``compile``; ``scheduler``, ``fuse``,
+    ``split`` and ``expand`` the first stages' options (``scheduler="original"``: the
+    loops as written)."""
+
+    def __init__(self, nest, *, params: Mapping[str, int] | None = None,
+                 symbolic: Sequence[str] | None = None, scheduler: str = "pluto",
+                 fuse: str = "smart", split: bool = True, expand: bool = True,
+                 _initial: str | None = None):
+        from polyc.pipeline import Options, _Stages, schedule_scop
+        from polyc.scop.params import check_values
+        if hasattr(nest, "values") and hasattr(nest, "nest"):  # a C kernel
+            params = nest.values(params)
+        scop = nest.scop(params) if hasattr(nest, "values") else (
+            nest.scop() if hasattr(nest, "scop") else nest)
+        symbolic = tuple(symbolic or ())
+        values = check_values(scop, params, symbolic)
+        self.start = {"params": dict(values), "symbolic": list(symbolic),
+                      "scheduler": scheduler, "fuse": fuse, "split": split, "expand": expand}
+        self._options = Options(scheduler, fuse, params=values or None,
+                                symbolic=symbolic or None, split=split, expand=expand)
+        self.scop, self._groups, result = schedule_scop(scop, self._options, _Stages())
+        self.decisions = result.decisions
+        if _initial is not None and _initial != str(result.schedule):
+            result = replace(result, schedule=isl.Schedule.read_from_str(self.scop.ctx,
+                                                                         _initial))
+            self.decisions += ("the scheduler's schedule as the trace recorded it (the "
+                               "scheduler gives another one now)",)
+        self.tree: isl.Schedule = result.schedule
+        self._trace = Trace(dict(self.start), str(self.tree))
+
+    # -- looking -------------------------------------------------------------------
+
+    def __str__(self) -> str:
+        return pluto_notation(self.tree)
+
+    def bands(self) -> list[dict[str, Any]]:
+        """Every band, top down: its ``id`` (what the primitives take), statements and
+        flags as the dependences give them ("p" a member whose loop carries nothing,
+        "s" one that carries a dependence; "*" after them: not permutable)."""
+        found = []
+
+        def visit(node: isl.ScheduleNode) -> bool:
+            if node.get_type() == isl.schedule_node_type.band:
+                permutable, coincident = transform.flags(self.scop, node)
+                found.append({"id": transform.band_id(node),
+                              "statements": sorted(statement_names(node.get_domain()),
+                                                   key=natural),
+                              "flags": "".join("p" if c else "s" for c in coincident)
+                              + ("" if permutable or len(coincident) < 2 else "*")})
+            return True
+
+        self.tree.get_root().foreach_descendant_top_down(visit)
+        return found
+
+    @property
+    def trace(self) -> Trace:
+        return replace(self._trace, steps=list(self._trace.steps), final=str(self.tree))
+
+    # -- primitives ----------------------------------------------------------------
+
+    def interchange(self, band: Band, first: int, second: int) -> "Schedule":
+        """Swap two members of ``band``: ``(t, i, j)`` -> ``(t, j, i)`` for
+        ``interchange("S1", 1, 2)``."""
+        return self._rewrite("interchange", band, dict(first=first, second=second),
+                             lambda node: transform.interchange(node, first, second))
+
+    def permute(self, band: Band, order: Sequence[int]) -> "Schedule":
+        """Reorder ``band``'s members: new member k is old member ``order[k]``;
+        ``permute("S1", [2, 0, 1])`` makes ``(t, i, j)`` ``(j, t, i)``."""
+        order = list(order)
+        return self._rewrite("permute", band, dict(order=order),
+                             lambda node: transform.permute(node, order))
+
+    def skew(self, band: Band, member: int, by: int, factor: int = 1) -> "Schedule":
+        """Add ``factor`` times member ``by`` to ``member``: ``skew("S1", 1, 0, 2)``
+        makes ``(t, i)`` ``(t, 2*t + i)``."""
+        return self._rewrite("skew", band, dict(member=member, by=by, factor=factor),
+                             lambda node: transform.skew(node, member, by, factor))
+
+    def shift(self, band: Band, member: int, amounts: Mapping[str, int]) -> "Schedule":
+        """Add a constant per statement to ``member``: ``shift("S1", 1, {"S2": 1})``
+        makes S2's ``(t, i)`` ``(t, i + 1)``."""
+        amounts = dict(amounts)
+        return self._rewrite("shift", band, dict(member=member, amounts=amounts),
+                             lambda node: transform.shift(node, member, amounts))
+
+    def reverse(self, band: Band, member: int) -> "Schedule":
+        """Run ``member``'s loop backward: ``(t, i)`` -> ``(t, -i)``."""
+        return self._rewrite("reverse", band, dict(member=member),
+                             lambda node: transform.reverse(node, member))
+
+    def tile(self, band: Band, sizes: int | Sequence[int]) -> "Schedule":
+        """Tile ``band`` rectangularly, ``sizes`` per member (one int: every member;
+        fewer sizes than members: the first members, split off the band first), into a
+        band of tile loops over a band of point loops (each from 0 in its tile):
+        ``tile("S1", 32)`` on ``(i, j)`` gives ``(i/32, j/32, i mod 32, j mod 32)``.
+        Refused unless the band is permutable (every dependence it must keep runs
+        forward or stays along each member), with the member and the dependence
+        that go backward."""
+        node = self._band(band)
+        count = node.band_n_member()
+        sizes = [sizes] * count if isinstance(sizes, int) else list(sizes)
+        if not 0 < len(sizes) <= count or any(
+                isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
+            raise PolycError(f"tile sizes must be up to {count} positive ints (one per "
+                             f"member of the band, from the first), got {sizes!r}")
+        if len(sizes) < count:  # the members tiled make a band of their own
+            node = transform.set_flags(self.scop, node.band_split(len(sizes)))
+            count = len(sizes)
+        if count > 1 and not node.band_get_permutable():
+            witness = backward_member(self.scop.dependences, node, self.scop.context)
+            if witness is not None:
+                member, kind, dep = witness
+                raise RefusedError(
+                    f"tile {_name(band)} refused: the band is not permutable: its member "
+                    f"{member} runs the {kind} dependence {_ends(dep)} backward, e.g. "
+                    f"{dep.sample()}", witness=dep)
+            node = node.band_set_permutable(1)
+        ctx = self.scop.ctx
+        ctx.set_tile_scale_tile_loops(0)
+        ctx.set_tile_shift_point_loops(1)
+        values = isl.MultiVal.zero(node.band_get_space())
+        for k, size in enumerate(sizes):
+            values = values.set_val(k, isl.Val.int_from_si(ctx, size))
+        tiled = node.band_tile(values)
+        return self._keep("tile", band, dict(sizes=sizes), tiled.get_schedule())
+
+    # -- compiling -----------------------------------------------------------------
+
+    def compile(self, *, threads: int | None = 1, tile: bool = False, fast_math: bool = True,
+                check: bool = True, profile: bool = False):
+        """Native code for the schedule as steered (a :class:`~polyc.pipeline.
+        CompiledModel`, whose ``run`` returns every array's final value); ``tile=True``
+        runs polyc's automatic tiling on it too; ``threads`` as for ``compile`` (1 by
+        default: serial code)."""
+        from polyc.pipeline import CompiledModel, _Stages, lower_schedule, native_code
+        options = replace(self._options, tile=tile, threads=threads, fast_math=fast_math,
+                          check=check, profile=bool(profile))
+        notes = tuple(f"steered: {line.strip()}" for line in str(self.trace).splitlines()[1:])
+        result = ScheduleResult(self._options.scheduler, self.tree,
+                                self.decisions + notes)
+        compilation = lower_schedule(self.scop, self._groups, result, options, _Stages())
+        return CompiledModel(native_code(compilation), compilation).loaded()
+
+    # -- the machinery -------------------------------------------------------------
+
+    def _band(self, band: Band) -> isl.ScheduleNode:
+        if isinstance(band, str):
+            return transform.find_band(self.tree, band)
+        if isinstance(band, (tuple, list)) and len(band) == 2 and isinstance(band[0], str) \
+                and isinstance(band[1], int) and not isinstance(band[1], bool):
+            return transform.find_band(self.tree, band[0], band[1])
+        raise PolycError(f"name a band by a statement below it (\"S1\") or a statement and "
+                         f"the band's depth ((\"S1\", 1)), got {band!r}")
+
+    def _rewrite(self, op: str, band: Band, args: dict, rows) -> "Schedule":
+        node = self._band(band)
+        changed = transform.replace(self.scop, node, rows(node))
+        return self._keep(op, band, args, changed.get_schedule())
+
+    def _keep(self, op: str, band: Band, args: dict, tree: isl.Schedule) -> "Schedule":
+        """``tree`` as the schedule if every dependence runs forward in it and every
+        band marked permutable is; else :class:`RefusedError`."""
+        try:
+            check_order(self.scop.dependences, tree.get_map())
+            check_permutable(self.scop, tree)
+        except IllegalScheduleError as error:
+            raise RefusedError(f"{op} {_name(band)} {_describe(args)} refused: {error}",
+                               witness=getattr(error, "witness", None)) from None
+        self.tree = tree
+        self._trace.steps.append({"op": op, "band": _plain(band), **_plain(args)})
+        return self
+
+
+PRIMITIVES = ("interchange", "permute", "skew", "shift", "reverse", "tile")
+
+
+def _name(band: Band) -> str:
+    return f"band {band!r}" if isinstance(band, str) else f"band {tuple(band)!r}"
+
+
+def _describe(args: dict) -> str:
+    return "(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
+
+
+def _ends(dep: isl.Map) -> str:
+    return f"{dep.get_tuple_name(isl.dim_type.in_)} -> {dep.get_tuple_name(isl.dim_type.out)}"
+
+
+def _plain(value):
+    """``value`` with tuples as lists: as JSON keeps it."""
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _argument(value):
+    """A step's argument read back from JSON: a band ``["S1", 1]`` as a tuple."""
+    if isinstance(value, list) and len(value) == 2 and isinstance(value[0], str):
+        return tuple(value)
+    return value

@@ -1,0 +1,184 @@
+"""Steering a schedule by hand (polyc.Schedule): each primitive's effect in Pluto's
+notation, its refusals with a witness dependence, compiled results against the
+kernels' numpy references, and traces that save, load and replay to the same
+schedule and code."""
+
+import json
+
+import islpy as isl
+import numpy as np
+import pytest
+
+import polyc
+from polyc.errors import IllegalScheduleError, PolycError, RefusedError
+from polyc.scheduler import check_legality
+from polyc.scop.polybench import KERNELS
+
+JACOBI = {"T": 12, "N": 200}
+
+
+def original(name, params=None):
+    kernel = KERNELS[name]
+    return polyc.Schedule(kernel.build(), params=params or kernel.params,
+                          scheduler="original")
+
+
+def pluto_text(schedule) -> list[str]:
+    return str(schedule).splitlines()
+
+
+def matches_reference(name, schedule, params, **compile_options):
+    kernel = KERNELS[name]
+    compiled = schedule.compile(**compile_options)
+    check_legality(compiled.compilation.scop, compiled.schedule.schedule)
+    arrays = kernel.inputs(seed=3, params=params)
+    out = compiled.run(arrays)
+    expected = kernel.reference(params, arrays)
+    for array, value in expected.items():  # float32, the same operations in another order
+        np.testing.assert_allclose(out[array], value, rtol=1e-5, atol=1e-5)
+
+
+def test_the_original_schedule_reads_as_the_loops_were_written():
+    s = original("jacobi-1d", JACOBI)
+    assert pluto_text(s) == ["T(S1): (t, 0, i)", "T(S2): (t, 1, i)"]
+    assert s.bands() == [{"id": ("S1", 0), "statements": ["S1", "S2"], "flags": "ssp*"}]
+
+
+def test_skew_shift_and_interchange_make_plutos_jacobi_1d_band():
+    s = original("jacobi-1d", JACOBI)
+    s.skew("S1", member=2, by=0, factor=2)
+    assert pluto_text(s) == ["T(S1): (t, 0, 2*t + i)", "T(S2): (t, 1, 2*t + i)"]
+    s.shift("S1", 2, {"S2": 1})
+    assert pluto_text(s) == ["T(S1): (t, 0, 2*t + i)", "T(S2): (t, 1, 2*t + i + 1)"]
+    s.interchange("S1", 1, 2)
+    assert pluto_text(s) == ["T(S1): (t, 2*t + i, 0)", "T(S2): (t, 2*t + i + 1, 1)"]
+    s.tile("S1", [4, 16])  # the first two members: split off and tiled
+    assert pluto_text(s) == [
+        "T(S1): (t/4, floor((2t + i)/16), (t) mod 4, (2t + i) mod 16, 0)",
+        "T(S2): (t/4, floor((1 + 2t + i)/16), (t) mod 4, (1 + 2t + i) mod 16, 1)"]
+    assert [b["flags"] for b in s.bands()] == ["ss", "ss", "s"]
+    matches_reference("jacobi-1d", s, JACOBI)
+
+
+def test_permute_and_reverse_of_matmul():
+    s = original("matmul")
+    assert pluto_text(s) == ["T(S1): (0, i, j, 0)", "T(S2): (1, i, j, k)"]
+    assert s.bands()[1] == {"id": ("S2", 0), "statements": ["S2"], "flags": "pps"}
+    s.permute("S2", [2, 0, 1])
+    assert pluto_text(s) == ["T(S1): (0, i, j, 0)", "T(S2): (1, k, i, j)"]
+    assert s.bands()[1]["flags"] == "spp"  # i and j carry nothing, with k outside
+    s.reverse("S2", 1)
+    assert pluto_text(s)[1] == "T(S2): (1, k, -i, j)"
+    s.tile("S2", [4, 2, 8])
+    matches_reference("matmul", s, KERNELS["matmul"].params)
+
+
+def test_tiling_a_band_that_is_not_permutable_is_refused_with_a_witness():
+    s = original("jacobi-1d", JACOBI)
+    before = str(s)
+    with pytest.raises(RefusedError, match=r"not permutable: its member 1 runs the RAW "
+                                           r"dependence S2 -> S1 backward") as refused:
+        s.tile("S1", 16)
+    witness = refused.value.witness
+    assert isinstance(witness, isl.Map)
+    assert witness.get_tuple_name(isl.dim_type.in_) == "S2"
+    assert str(s) == before and s.trace.steps == []  # left as it was
+
+
+def test_an_interchange_that_runs_a_dependence_backward_is_refused():
+    s = original("jacobi-1d", JACOBI)
+    with pytest.raises(RefusedError, match=r"interchange band 'S1' \(first=0, second=2\) "
+                                           r"refused: \w+ dependence S\d -> S\d is not "
+                                           r"respected") as refused:
+        s.interchange("S1", 0, 2)
+    assert not refused.value.witness.is_empty()
+    assert pluto_text(s) == ["T(S1): (t, 0, i)", "T(S2): (t, 1, i)"]
+
+
+def test_a_skew_that_reverses_time_is_refused():
+    s = original("seidel-2d", {"T": 3, "N": 12})
+    with pytest.raises(RefusedError, match="refused"):
+        s.skew("S1", member=0, by=1, factor=-1)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda s: s.interchange("S9", 0, 1), r"no statement 'S9' in the schedule; it has S1, S2"),
+    (lambda s: s.interchange(("S1", 3), 0, 1), r"S1 has 1 band\(s\) above it; there is no "
+                                                r"band at depth 3"),
+    (lambda s: s.interchange(7, 0, 1), r"name a band by a statement below it"),
+    (lambda s: s.interchange("S1", 0, 3), r"the band has members 0..2, got 3"),
+    (lambda s: s.skew("S1", 1, 1), r"not by itself"),
+    (lambda s: s.skew("S1", 1, 0, 1.5), r"factor must be an integer, got 1.5"),
+    (lambda s: s.shift("S1", 1, {"S7": 1}), r"statement 'S7' is not in the band"),
+    (lambda s: s.permute("S1", [0, 0, 1]), r"must name each of 0..2 once"),
+    (lambda s: s.tile("S1", [0, 4]), r"tile sizes must be up to 3 positive ints"),
+    (lambda s: s.tile("S1", [4, 4, 4, 4]), r"tile sizes must be up to 3 positive ints"),
+])
+def test_wrong_arguments_name_what_is_wrong(call, message):
+    s = original("jacobi-1d", JACOBI)
+    with pytest.raises(PolycError, match=message):
+        call(s)
+
+
+def test_a_trace_saves_loads_and_replays_to_the_same_schedule_and_code(tmp_path):
+    kernel = KERNELS["jacobi-1d"]
+    s = original("jacobi-1d", JACOBI)
+    s.skew("S1", 2, 0, 2).shift("S1", 2, {"S2": 1}).interchange("S1", 1, 2).tile("S1", [4, 8])
+    path = tmp_path / "trace.json"
+    s.trace.save(path)
+    data = json.loads(path.read_text())
+    assert [step["op"] for step in data["steps"]] == ["skew", "shift", "interchange", "tile"]
+    assert str(s.trace).splitlines()[1:] == [
+        "  .skew(band='S1', member=2, by=0, factor=2)",
+        "  .shift(band='S1', member=2, amounts={'S2': 1})",
+        "  .interchange(band='S1', first=1, second=2)",
+        "  .tile(band='S1', sizes=[4, 8])"]
+    replayed = polyc.Trace.load(path).replay(kernel.build())
+    assert str(replayed.tree) == str(s.tree)
+    assert replayed.compile().compilation.llvm_ir == s.compile().compilation.llvm_ir
+
+
+def test_a_replay_starts_from_the_recorded_schedule_not_a_new_one():
+    kernel = KERNELS["matmul"]
+    s = polyc.Schedule(kernel.build(), params=kernel.params, scheduler="original")
+    s.interchange("S2", 0, 1)
+    trace = s.trace
+    trace.start["scheduler"] = "pluto"  # the scheduler now gives another tree
+    replayed = trace.replay(kernel.build())
+    assert pluto_text(replayed)[1] == "T(S2): (1, j, i, k)"
+    assert any("as the trace recorded it" in d for d in replayed.decisions)
+
+
+def test_bad_traces_are_refused(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text("{not json")
+    with pytest.raises(PolycError, match="is not JSON"):
+        polyc.Trace.load(path)
+    path.write_text(json.dumps({"version": 99}))
+    with pytest.raises(PolycError, match="not a polyc schedule trace of version 1"):
+        polyc.Trace.load(path)
+    with pytest.raises(PolycError, match="cannot read the trace"):
+        polyc.Trace.load(tmp_path / "missing.json")
+    s = original("matmul")
+    trace = s.trace
+    trace.steps.append({"op": "explode", "band": "S1"})
+    with pytest.raises(PolycError, match="unknown schedule primitive 'explode'"):
+        trace.replay(KERNELS["matmul"].build())
+
+
+def test_the_legality_checker_refuses_a_band_marked_permutable_that_is_not():
+    s = original("jacobi-1d", JACOBI)
+    band = s.tree.get_root().child(0)
+    marked = band.band_set_permutable(1).get_schedule()
+    with pytest.raises(IllegalScheduleError, match=r"band of S1, S2 is marked permutable but "
+                                                   r"its member 1 .* runs a RAW dependence "
+                                                   r"S2 -> S1 backward"):
+        check_legality(s.scop, marked)
+
+
+def test_kernels_go_by_polybench_names_and_the_old_ones():
+    assert KERNELS["jacobi-2d"] is KERNELS["jacobi2d"]
+    assert KERNELS["2mm"] is KERNELS["mm2"]
+    with pytest.raises(KeyError, match="no loop-nest kernel 'jacobi-3d'; choose one of "
+                                       "matmul, jacobi-1d"):
+        KERNELS["jacobi-3d"]
