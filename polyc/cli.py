@@ -38,6 +38,7 @@ examples:
   polyc inspect --graph examples/mlp.onnx
   polyc bench examples/mlp.onnx --repeat 100
   polyc cc gemm.c -I polybench/utilities --emit-c
+  polyc tune jacobi-2d --param T=50 --param N=800
   polyc ops
 
 environment: POLYC_DEBUG=1..4 (stage times, IR, dependences, LLVM IR), POLYC_CC (linker),
@@ -309,6 +310,37 @@ def build_parser() -> argparse.ArgumentParser:
                             "(isl's too; each run on seeded inputs, the fastest kept) or "
                             "off (the scheduler's)")
 
+    sub = command("tune", tune_command,
+                  "sweep schedules, tiling strategies and tile sizes; time them interleaved "
+                  "and keep the fastest correct one",
+                  ["polyc tune jacobi-2d --param T=50 --param N=800",
+                   "polyc tune polybench:gemm --size MEDIUM --sizes 32,64,128",
+                   "polyc tune model.onnx --search random --points 5 --budget 120"])
+    sub.add_argument("target", metavar="KERNEL|polybench:KERNEL|MODEL.onnx",
+                     help="a loop-nest kernel (jacobi-2d, 2mm, ...: polyc.scop.polybench), a "
+                          "PolyBench/C kernel (polybench:gemm) or an ONNX model")
+    sub.add_argument("--param", metavar="NAME=N", type=parse_dim, action="append",
+                     default=[], help="a kernel parameter's value (repeatable)")
+    sub.add_argument("--size", choices=("MINI", "SMALL", "MEDIUM", "LARGE", "EXTRALARGE"),
+                     default="MEDIUM", help="PolyBench dataset (default MEDIUM)")
+    sub.add_argument("--sizes", type=parse_sizes, metavar="N,N,...",
+                     help="tile sizes to try (default 16,32,64,128)")
+    sub.add_argument("--search", choices=("grid", "random"), default="grid",
+                     help="every point (grid, default) or --points of them drawn at random")
+    sub.add_argument("--points", type=positive_int, metavar="N",
+                     help="how many points (the original loops included)")
+    sub.add_argument("--seed", type=int, default=0,
+                     help="seed of the inputs and of the random search (default 0)")
+    sub.add_argument("--budget", type=float, metavar="SECONDS",
+                     help="stop starting compiles after this many seconds")
+    sub.add_argument("--repeat", type=positive_int, default=5, metavar="N",
+                     help="interleaved timing rounds (default 5)")
+    sub.add_argument("--threads", type=positive_int, default=1, metavar="N",
+                     help="threads of parallel loops (default 1)")
+    sub.add_argument("-o", "--output", metavar="DIR",
+                     help="folder for results.json, results.csv, best.json and the plots "
+                          "(default tune-<target>; an existing one is not overwritten)")
+
     sub = command("ops", ops_command, "list the ONNX ops polyc lowers, with their versions",
                   ["polyc ops", "polyc ops Conv"])
     sub.add_argument("names", nargs="*", metavar="OP", help="only these ops")
@@ -509,6 +541,33 @@ def cc_command(args) -> None:
 def _given(options: dict) -> dict:
     """The options given (None: not given), but autoselect, whose None means off."""
     return {k: v for k, v in options.items() if v is not None or k == "autoselect"}
+
+
+def tune_command(args) -> None:
+    from polyc import __version__
+    from polyc.codegen.target import host_cpu
+    from polyc.tuner import results, tune
+    from polyc.tuner.targets import target as tuning_target
+    name = Path(args.target).stem if is_onnx(args.target) else args.target.replace(":", "-")
+    folder = Path(args.output or f"tune-{name}")
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise PolycError(f"{folder} exists and is not an empty folder: choose another "
+                         "with -o, or remove it")
+    sizes = args.sizes if isinstance(args.sizes, tuple) else (
+        (args.sizes,) if args.sizes else None)
+    found = tuning_target(args.target, params=dict(args.param) or None, size=args.size,
+                          threads=args.threads, seed=args.seed)
+    chosen = tune(found, sizes=sizes, search=args.search, count=args.points, seed=args.seed,
+                  budget=args.budget, repeat=args.repeat)
+    print(f"{found.name}: {len(chosen)} points, {args.repeat} interleaved rounds, "
+          f"{args.threads} thread(s)")
+    print(results.table(chosen))
+    meta = {"target": args.target, "details": found.details, "search": args.search,
+            "repeat": args.repeat, "threads": args.threads, "seed": args.seed,
+            "cpu": host_cpu()[0], "version": __version__,
+            "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+    written = results.write(folder, chosen, meta)
+    print("wrote " + ", ".join(str(p) for p in written))
 
 
 def ops_command(args) -> None:
