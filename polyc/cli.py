@@ -180,6 +180,14 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
                        action="append", default=[],
                        help="keep the dynamic dim NAME symbolic: one artifact for every "
                        "value, read from the input shapes at each call (repeatable)")
+    add_without(group)
+
+
+def add_without(group) -> None:
+    from polyc.tiling.strategies import STRATEGIES
+    group.add_argument("--without", metavar="STRATEGY[,...]", type=parse_names,
+                       help=f"leave these tiling strategies out ({', '.join(STRATEGIES)}; "
+                            "all on by default)")
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -230,10 +238,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_compile_options(sub)
 
     sub = command("inspect", inspect_command,
-                  "show the compiled schedule of a model, or the manifest of an artifact",
+                  "show the compiled schedule of a model or a loop-nest kernel (jacobi-2d, "
+                  "polybench:gemm), or the manifest of an artifact",
                   ["polyc inspect examples/mlp.onnx --scheduler isl", "polyc inspect mlp.so",
+                   "polyc inspect jacobi-2d --param T=10 --param N=100",
                    "polyc inspect --graph model.onnx"])
-    sub.add_argument("target", metavar="MODEL.onnx|ARTIFACT.so")
+    sub.add_argument("target", metavar="MODEL.onnx|ARTIFACT.so|KERNEL")
+    sub.add_argument("--param", metavar="NAME=N", type=parse_dim, action="append",
+                     default=[], help="a loop-nest or PolyBench kernel's parameter value "
+                     "(repeatable)")
     sub.add_argument("--graph", action="store_true",
                      help="show the ONNX graph before and after clean-up and what each "
                           "clean-up pass did, instead of compiling (ONNX models only)")
@@ -303,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "arrays over those loops (default: on)")
     group.add_argument("--threads", type=positive_int, metavar="N",
                        help="threads of parallel loops (default: 1 for a C kernel)")
+    add_without(group)
     group.add_argument("--autoselect", choices=("model", "measure", "off"),
                        help="how the schedule is chosen among Pluto's and the original "
                             "order's, tiled and not: model (the default unless --scheduler "
@@ -363,7 +377,8 @@ def compile_options(args) -> dict:
                "tile": args.tile, "tile_size": collect(args.tile_size, "--tile-size"),
                "blocking": collect(args.blocking, "--blocking"),
                "threads": args.threads, "profile": args.profile, "winograd": args.winograd,
-               "memory_limit": args.memory_limit, "cache": args.cache}
+               "memory_limit": args.memory_limit, "cache": args.cache,
+               "without": args.without}
     return {key: value for key, value in options.items() if value is not None}
 
 
@@ -470,8 +485,35 @@ def inspect_command(args) -> None:
     if is_onnx(args.target):
         print(compile_onnx(args.target, args).inspect())
         return
+    if not Path(args.target).exists() and _kernel_name(args.target):
+        print(compile_kernel(args).inspect())
+        return
     from polyc.runtime.artifact import load_artifact
     print(manifest_json(load_artifact(args.target).manifest))
+
+
+def _kernel_name(target: str) -> bool:
+    """Whether ``target`` names a loop-nest kernel (``jacobi-2d``) or a PolyBench/C one
+    (``polybench:gemm``) rather than a file."""
+    if target.startswith("polybench:"):
+        return True
+    from polyc.scop.polybench import KERNELS
+    try:
+        KERNELS[target]
+    except KeyError:
+        return False
+    return True
+
+
+def compile_kernel(args):
+    """The kernel named by ``args.target`` compiled with the command's options at its
+    parameters (``--param``; a loop-nest kernel's small defaults, a PolyBench kernel's
+    MEDIUM dataset)."""
+    from polyc.tuner.targets import target
+    options = {key: value for key, value in compile_options(args).items()
+               if key in ("scheduler", "fuse", "tile", "tile_size", "blocking", "without")}
+    found = target(args.target, params=dict(args.param) or None, threads=args.threads or 1)
+    return found.compile(options)
 
 
 def cleanup_text(args) -> str:
@@ -502,7 +544,7 @@ def cc_command(args) -> None:
     kernel = from_c(Path(args.source), function=args.function, defines=args.defines,
                     include=args.includes)
     options = {"scheduler": args.scheduler, "fuse": args.fuse, "tile": args.tile,
-               "split": args.split, "expand": args.expand,
+               "split": args.split, "expand": args.expand, "without": args.without,
                "threads": args.threads if args.threads is not None else 1}
     if args.autoselect is not None:
         options["autoselect"] = None if args.autoselect == "off" else args.autoselect

@@ -52,6 +52,7 @@ from polyc.scop.split import split_index_sets
 from polyc.tiling import tile
 from polyc.tiling.microkernel import Blocking, as_blocking
 from polyc.tiling.parallel import parallelize
+from polyc.tiling.strategies import checked as checked_strategies
 
 if TYPE_CHECKING:
     from polyc.runtime.native import NativeProgram
@@ -85,8 +86,11 @@ class Options:
     expand: bool = True  # expand scratch scalars over the loops around them (scop.expand)
     # innermost loops that carry nothing tell LLVM so (llvm.loop.parallel_accesses)
     parallel_hints: bool = True
+    # tiling strategies left out (polyc.tiling.strategies: recipe, diamond, wavefront..)
+    without: tuple[str, ...] = ()
 
     def __post_init__(self):
+        object.__setattr__(self, "without", checked_strategies(self.without))
         if self.winograd not in WINOGRAD_CHOICES:
             raise PolycError(f"winograd must be one of {', '.join(WINOGRAD_CHOICES)}, "
                              f"got {self.winograd!r}")
@@ -107,6 +111,7 @@ class Options:
         data["dims"] = dict(self.dims or {})
         data["params"] = dict(self.params or {})
         data["symbolic"] = list(self.symbolic or ())
+        data["without"] = list(self.without)
         return data
 
 
@@ -313,6 +318,7 @@ def _loops(scop: Scop, scheduled: ScheduleResult, options: Options, stages: _Sta
     else:
         scop, scheduled = stages.run("tiling", tile, scop, scheduled, enabled=options.tile,
                                      size=options.tile_size, blocking=options.blocking,
+                                     without=options.without,
                                      parallel=options.threads != 1)
     scheduled = stages.run("parallel", parallelize, scop, scheduled, threads=options.threads)
     checking = None
@@ -377,7 +383,7 @@ def build(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool =
           threads: int | None = None, profile: bool = False,
           winograd: str = DEFAULT_WINOGRAD,
           memory_limit: int | None = None, split: bool = False, expand: bool = False,
-          cache: bool | None = None) -> "CompiledModel":
+          without: Sequence[str] = (), cache: bool | None = None) -> "CompiledModel":
     """Compile ``model`` (path, bytes or ModelProto) to native code, not yet loaded
     (:func:`compile_model` loads it). ``shapes`` (``{"x": (1, 3, 224, 224)}``) fixes
     whole input shapes and ``dims`` (``{"batch": 8}``) named dynamic dims wherever
@@ -400,7 +406,9 @@ def build(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool =
     that makes a loop parallel (:mod:`polyc.scop.split`; on for loop nests, off for
     models until it is tested on them; nor do models get :mod:`polyc.codegen.ast`'s
     parallel-loop hints, whose cost on large models is unmeasured), ``expand=True``
-    expands scratch scalars (:mod:`polyc.scop.expand`; models have none); ``cache``
+    expands scratch scalars (:mod:`polyc.scop.expand`; models have none); ``without``
+    names tiling strategies to leave out (:mod:`polyc.tiling.strategies`: ``recipe``,
+    ``diamond``, ``wavefront``, ``distribute``, ``reorder``, ``inward``); ``cache``
     (default: on unless ``POLYC_CACHE=0``) reads and writes the compile cache
     (:mod:`polyc.cache`): a model compiled before with the same options loads without
     compiling."""
@@ -409,7 +417,8 @@ def build(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool =
                       dims=dict(dims) if dims else None,
                       symbolic=_names(symbolic), threads=threads, profile=bool(profile),
                       winograd=winograd, memory_limit=memory_limit, split=bool(split),
-                      expand=bool(expand), parallel_hints=False)
+                      expand=bool(expand), parallel_hints=False,
+                      without=checked_strategies(without))
     return build_model(model, options, cache=cache)
 
 
@@ -421,7 +430,7 @@ def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
                  tile_size=None, blocking=None,
                  threads: int | None = None, profile: bool = False,
                  autoselect: str | None = None, split: bool = True,
-                 expand: bool = True) -> "CompiledModel":
+                 expand: bool = True, without: Sequence[str] = ()) -> "CompiledModel":
     """Compile a SCoP (e.g. a :class:`polyc.scop.nest.LoopNest`'s) at the parameter
     values ``params``, but for the parameters in ``symbolic``, which the code takes at
     run time (read from the array shapes that name them); its ``run`` returns every
@@ -437,7 +446,8 @@ def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
                       params=values or None, symbolic=symbolic, threads=threads,
                       profile=bool(profile),
                       autoselect="model" if autoselect == "model" else None,
-                      split=bool(split), expand=bool(expand))
+                      split=bool(split), expand=bool(expand),
+                      without=checked_strategies(without))
 
     def compile_with(scheduler: str, tile: bool) -> CompiledModel:
         chosen = replace(options, scheduler=scheduler, tile=tile)

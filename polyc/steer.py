@@ -253,14 +253,14 @@ class Schedule:
     # -- compiling -----------------------------------------------------------------
 
     def compile(self, *, threads: int | None = 1, tile: bool = False, fast_math: bool = True,
-                check: bool = True, profile: bool = False):
+                check: bool = True, profile: bool = False, without: Sequence[str] = ()):
         """Native code for the schedule as steered (a :class:`~polyc.pipeline.
         CompiledModel`, whose ``run`` returns every array's final value); ``tile=True``
-        runs polyc's automatic tiling on it too; ``threads`` as for ``compile`` (1 by
-        default: serial code)."""
+        runs polyc's automatic tiling on it too (``without`` as for ``compile``);
+        ``threads`` as for ``compile`` (1 by default: serial code)."""
         from polyc.pipeline import CompiledModel, _Stages, lower_schedule, native_code
         options = replace(self._options, tile=tile, threads=threads, fast_math=fast_math,
-                          check=check, profile=bool(profile))
+                          check=check, profile=bool(profile), without=tuple(without))
         notes = tuple(f"steered: {line.strip()}" for line in str(self.trace).splitlines()[1:])
         result = ScheduleResult(self._options.scheduler, self.tree,
                                 self.decisions + notes)

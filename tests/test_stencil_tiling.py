@@ -200,7 +200,7 @@ def test_diamond_tiles_start_concurrently(name):
     wavefronts = first.intersect_domain(start).range()
     assert _span(wavefronts) <= 2
     # ...while parallelogram tiles start one after another along the face
-    para, _ = tile_bands(scop, tree, 4, diamond=False)
+    para, _ = tile_bands(scop, tree, 4, without=("diamond",))
     first = isl.UnionMap.from_union_pw_aff(outer_band(para).band_get_partial_schedule().get_at(0))
     assert _span(first.intersect_domain(start).range()) > 2
 
@@ -238,7 +238,7 @@ def _span(values: isl.UnionSet) -> int:
 def test_parallelogram_tiles_stay_available(name):
     params = TILED[name]
     scop, tree = scheduled(name, params)
-    tiled, notes = tile_bands(scop, tree, 5, diamond=False)
+    tiled, notes = tile_bands(scop, tree, 5, without=("diamond",))
     check_legality(scop, tiled)
     assert not any("diamond" in n for n in notes)
 

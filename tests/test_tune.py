@@ -17,12 +17,12 @@ def test_a_grid_compiles_checks_and_times_every_point_against_the_original_loops
     found = target("jacobi-1d", params={"T": 4, "N": 64})
     chosen = tune(found, sizes=(4, 8), repeat=2, progress=False)
     labels = [p.label for p in chosen]
-    assert labels == [BASELINE, "pluto, untiled", "pluto", "isl", "cost model",
-                      "pluto, tiles 4", "pluto, tiles 8"]
+    assert labels == [BASELINE, "pluto, untiled", "pluto", "pluto, no diamonds", "isl",
+                      "cost model", "pluto, tiles 4", "pluto, tiles 8"]
     assert all(p.error is None and len(p.times) == 2 and p.compile_s > 0 for p in chosen)
     rows = results.rows(chosen)
     assert rows[0]["speedup"] == pytest.approx(1.0)
-    assert rows[5]["options"] == {"scheduler": "pluto", "tile": True, "tile_size": 4}
+    assert rows[6]["options"] == {"scheduler": "pluto", "tile": True, "tile_size": 4}
     winner = results.best(chosen)
     assert winner.median == min(p.median for p in chosen)
 
@@ -64,7 +64,7 @@ def test_the_command_writes_json_csv_best_and_plots(tmp_path, capsys):
     assert main(["tune", "matmul", "--param", "M=24", "--sizes", "4,8", "--repeat", "2",
                  "-o", str(folder)]) == 0
     shown = capsys.readouterr().out
-    assert "matmul: 7 points, 2 interleaved rounds, 1 thread(s)" in shown
+    assert "matmul: 8 points, 2 interleaved rounds, 1 thread(s)" in shown
     data = json.loads((folder / "results.json").read_text())
     assert data["meta"]["details"]["params"]["M"] == 24
     assert [p["label"] for p in data["points"]][:2] == [BASELINE, "pluto, untiled"]
@@ -100,3 +100,13 @@ def test_the_check_allows_fast_maths_rounding_only():
     name = next(iter(outputs))
     outputs[name] = outputs[name] * np.float32(1.01)
     assert "differs from the reference" in found.check(outputs)
+
+
+def test_inspect_finds_loop_nest_kernels_by_name(capsys):
+    assert main(["inspect", "jacobi-2d", "--param", "N=40"]) == 0
+    shown = capsys.readouterr().out
+    assert "T(S1): (t, 2*t + i, 2*t + j)" in shown and "T = 4 and N = 40" in shown
+    assert main(["inspect", "jacobi2d", "--scheduler", "original", "--no-tile"]) == 0
+    assert "T(S1): (t, 0, i, j)" in capsys.readouterr().out
+    assert main(["inspect", "no-such-kernel"]) == 1
+    assert "no such artifact: no-such-kernel" in capsys.readouterr().err

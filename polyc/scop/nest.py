@@ -133,7 +133,8 @@ class LoopNest:
                 fuse: str = "smart", check: bool = True, fast_math: bool = True,
                 tile: bool = True, tile_size=None, blocking=None,
                 threads: int | None = None, profile: bool = False,
-                autoselect: str | None = None, split: bool = True, expand: bool = True):
+                autoselect: str | None = None, split: bool = True, expand: bool = True,
+                without=()):
         """Native code for the nest at these parameter values: a
         :class:`polyc.pipeline.CompiledModel` whose ``run({array: value})`` returns every
         array's final value (given arrays are copied, omitted ``result`` arrays start at 0).
@@ -144,13 +145,15 @@ class LoopNest:
         ``profile`` as for :func:`polyc.compile`; ``autoselect="measure"`` keeps the
         fastest of several schedules (:mod:`polyc.autoselect`); ``split=False`` keeps
         statements whole (:mod:`polyc.scop.split`), ``expand=False`` scratch scalars
-        scalar (:mod:`polyc.scop.expand`)."""
+        scalar (:mod:`polyc.scop.expand`); ``without`` names tiling strategies to leave
+        out (:mod:`polyc.tiling.strategies`)."""
         from polyc.pipeline import compile_scop
         return compile_scop(self.scop(), params=params, symbolic=symbolic,
                             scheduler=scheduler, fuse=fuse,
                             check=check, fast_math=fast_math, tile=tile, tile_size=tile_size,
                             blocking=blocking, threads=threads, profile=profile,
-                            autoselect=autoselect, split=split, expand=expand)
+                            autoselect=autoselect, split=split, expand=expand,
+                            without=without)
 
     # -- checking and building the isl objects --------------------------------------
 

@@ -46,27 +46,33 @@ from polyc.tiling.reduction import program_order_reductions
 
 
 def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
-         size=None, blocking=None, parallel: bool = False) -> tuple[Scop, ScheduleResult]:
+         size=None, blocking=None, parallel: bool = False,
+         without: tuple[str, ...] = ()) -> tuple[Scop, ScheduleResult]:
     """``(scop, result)`` with contractions packed and register-tiled and the other
     permutable bands tiled (``size`` per member, or from the host's cache sizes);
     ``blocking`` fixes the contraction sizes; each may also be a mapping from statement
     or ONNX node names to values (:mod:`polyc.tiling.overrides`); ``parallel`` (the
     code will run on several threads) shapes the contraction blocks for them;
-    ``enabled=False`` keeps everything as is."""
+    ``enabled=False`` keeps everything as is; ``without`` names strategies to leave
+    out (:mod:`polyc.tiling.strategies`)."""
     sizes = per_statement(size, scop, "tile_size", tile_sizes)
     blockings = per_statement(blocking, scop, "blocking", as_blocking)
     if not enabled:
         return scop, dataclasses.replace(result, decisions=result.decisions + ("tiling: off",))
-    contractions = _contractions(scop, result.schedule, blockings, parallel)
+    contractions = [] if "recipe" in without else _contractions(scop, result.schedule,
+                                                                   blockings, parallel)
     sequences = _sequences(result.schedule) if contractions else []
     attached = {c.statement.name: _neighbours(sequences, c, attachable(scop, c))
                 for c, _ in contractions}
     skip = set(attached) | {a.statement.name for found in attached.values() for a in found}
     schedule, notes = program_order_reductions(scop, result.schedule, skip)
-    schedule, band_notes = tile_bands(scop, schedule, sizes, skip=skip)
+    schedule, band_notes = tile_bands(scop, schedule, sizes, skip=skip, without=without)
     notes += band_notes
-    schedule, inward_notes = parallel_inward(scop, schedule)
-    notes += inward_notes
+    if "inward" not in without:
+        schedule, inward_notes = parallel_inward(scop, schedule)
+        notes += inward_notes
+    if without:
+        notes.append(f"without {', '.join(without)}")
     if contractions:
         scop, schedule, recipe_notes = _apply_recipe(scop, schedule, contractions, attached)
         notes = recipe_notes + notes

@@ -15,6 +15,7 @@ its first two tile loops, so the second one is parallel.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import islpy as isl
@@ -70,13 +71,15 @@ WINDOW_READS = 9  # reads of one computed array that make a statement a window (
 
 
 def tile_bands(scop: Scop, schedule: isl.Schedule, sizes: Lookup | int | None = None,
-               skip: set[str] = frozenset(), *, diamond: bool = True
+               skip: set[str] = frozenset(), *, without: tuple[str, ...] = ()
                ) -> tuple[isl.Schedule, list[str]]:
     """The schedule with every permutable band reordered and tiled, and what was done;
     bands of the statements in ``skip`` alone are left as they are. ``sizes(statement
     names)`` fixes a band's sizes (an int for every member, or one per member) or is
     None for the model's (:mod:`polyc.tiling.overrides`); an int or None instead applies
-    to every band; ``diamond=False`` keeps stencil tiles parallelograms."""
+    to every band; ``without`` names strategies to leave out
+    (:mod:`polyc.tiling.strategies`: ``diamond`` keeps stencil tiles parallelograms;
+    ``wavefront``, ``distribute``, ``reorder``)."""
     if not callable(sizes):
         sizes = per_statement(sizes, scop, "tile_size", tile_sizes)
     notes: list[str] = []
@@ -84,7 +87,7 @@ def tile_bands(scop: Scop, schedule: isl.Schedule, sizes: Lookup | int | None = 
     def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
         if _tileable(node) and not _only(node, skip):
             size = sizes(statement_names(node.get_domain()))
-            return _tile_one(scop, node, size, notes, diamond)
+            return _tile_one(scop, node, size, notes, without)
         return node
 
     ctx = scop.ctx
@@ -103,11 +106,12 @@ def _tileable(node: isl.ScheduleNode) -> bool:
 
 
 def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | None,
-              notes: list[str], diamond: bool):
+              notes: list[str], without: tuple[str, ...] = ()):
     n = band.band_n_member()
     inner = innermost_member(scop, band)
     chained = inner
-    inner = _parallel_inner(scop, band, inner)
+    if "reorder" not in without:
+        inner = _parallel_inner(scop, band, inner)
     order = [k for k in range(n) if k != inner] + [inner]
     if order != list(range(n)):
         band = permuted_band(band, order)
@@ -119,6 +123,8 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
         permuted += (f" (member {chained} carries a recurrence, member {inner} is "
                      "parallel: innermost)")
     stencil = stencil_band(scop, band)
+    if stencil is not None and "distribute" in without:  # (and the sizes of fused loops)
+        stencil = dataclasses.replace(stencil, distributed=())
     members = _transposed_members(scop, band, extents) if stencil is None and size is None \
         else None
     merged = None if members is None else _merged_rows(scop, band, members, extents)
@@ -140,7 +146,8 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
         why = " (its arrays fit in L1)" if small else ""
         notes.append(f"band of {names}: one tile (extents {extents}){why}{permuted}")
         return band
-    first = diamond_row(scop, stencil) if stencil is not None and diamond else None
+    first = diamond_row(scop, stencil) if stencil is not None and "diamond" not in without \
+        else None
     if first is not None:
         sizes = _sizes(scop, statements, stencil, n, size, diamond=True)
     model = " (stencil sizes)" if stencil is not None and size is None else ""
@@ -162,7 +169,8 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
     if blocks:
         tile = _transpose_blocks(tile, members)
         notes.append(f"band of {names}: {LANES}x{LANES} blocks transposed in registers")
-    if not any(tile.band_member_get_coincident(k) for k in range(n)):
+    if not any(tile.band_member_get_coincident(k) for k in range(n)) \
+            and "wavefront" not in without:
         tile = wavefront(tile)
         notes.append(f"band of {names}: wavefront over tile loops 0+1 (tile loop 1 parallel)")
     return tile

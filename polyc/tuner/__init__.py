@@ -55,7 +55,8 @@ class Point:
 
 def points(target: Target, sizes: tuple[int, ...] | None = None) -> list[Point]:
     """The strategies tried on ``target``, the baseline (the loops as written) first:
-    for loop nests the schedulers (Pluto, isl) tiled or not, Pluto's tiles at each
+    for loop nests the schedulers (Pluto, isl) tiled or not, Pluto's tiles without
+    diamonds (parallelograms where it would make diamonds), Pluto's tiles at each
     size of ``sizes`` (every band member), and the cost model's choice; for models the
     fusion policies tiled or not and smart fusion at each tile size."""
     sizes = target.sizes if sizes is None else sizes
@@ -70,6 +71,8 @@ def points(target: Target, sizes: tuple[int, ...] | None = None) -> list[Point]:
     found = [Point(BASELINE, {"scheduler": "original", "tile": False}),
              Point("pluto, untiled", {"scheduler": "pluto", "tile": False}),
              Point("pluto", {"scheduler": "pluto", "tile": True}),
+             Point("pluto, no diamonds", {"scheduler": "pluto", "tile": True,
+                                          "without": ["diamond"]}),
              Point("isl", {"scheduler": "isl", "tile": True}),
              Point("cost model", {"autoselect": "model"})]
     found += [Point(f"pluto, tiles {size}", {"scheduler": "pluto", "tile": True,
