@@ -36,10 +36,16 @@ from typing import Any
 
 import islpy as isl
 
+from polyc.codegen.parallel import MARK as PARALLEL_MARK
 from polyc.errors import IllegalScheduleError, PolycError, RefusedError
 from polyc.islutil import statement_names
 from polyc.scheduler import ScheduleResult, transform
-from polyc.scheduler.legality import backward_member, check_order, check_permutable
+from polyc.scheduler.legality import (
+    backward_member,
+    check_order,
+    check_parallel,
+    check_permutable,
+)
 from polyc.scheduler.notation import natural, pluto_notation
 
 Band = str | tuple[str, int] | Sequence[Any]
@@ -159,19 +165,23 @@ class Schedule:
         return pluto_notation(self.tree)
 
     def bands(self) -> list[dict[str, Any]]:
-        """Every band, top down: its ``id`` (what the primitives take), statements and
+        """Every band, top down: its ``id`` (what the primitives take), statements,
         flags as the dependences give them ("p" a member whose loop carries nothing,
-        "s" one that carries a dependence; "*" after them: not permutable)."""
+        "s" one that carries a dependence; "*" after them: not permutable) and the mark
+        right above it (``"parallel"``, or None)."""
         found = []
 
         def visit(node: isl.ScheduleNode) -> bool:
             if node.get_type() == isl.schedule_node_type.band:
                 permutable, coincident = transform.flags(self.scop, node)
+                parent = node.parent()
                 found.append({"id": transform.band_id(node),
                               "statements": sorted(statement_names(node.get_domain()),
                                                    key=natural),
                               "flags": "".join("p" if c else "s" for c in coincident)
-                              + ("" if permutable or len(coincident) < 2 else "*")})
+                              + ("" if permutable or len(coincident) < 2 else "*"),
+                              "mark": parent.mark_get_id().get_name()
+                              if parent.get_type() == isl.schedule_node_type.mark else None})
             return True
 
         self.tree.get_root().foreach_descendant_top_down(visit)
@@ -250,14 +260,38 @@ class Schedule:
         tiled = node.band_tile(values)
         return self._keep("tile", band, dict(sizes=sizes), tiled.get_schedule())
 
+    def parallel(self, band: Band, member: int = 0) -> "Schedule":
+        """Run ``member``'s loop on threads: the band is split so that the member is a
+        band of its own under a ``parallel`` mark (its loop's iterations are dealt out
+        to the threads). Refused when the loop carries a dependence (two dependent
+        instances in different iterations, the loops outside it equal), with one.
+        A schedule marked by hand gets no automatic parallel marks."""
+        node = self._band(band)
+        count = node.band_n_member()
+        if isinstance(member, bool) or not isinstance(member, int) or not 0 <= member < count:
+            raise PolycError(f"the band has members 0..{count - 1}, got {member!r}")
+        carried = transform.carried(self.scop, node, member)
+        if carried is not None:
+            kind, dep = carried
+            raise RefusedError(
+                f"parallel {_name(band)} (member={member}) refused: its loop carries the "
+                f"{kind} dependence {_ends(dep)}, e.g. {dep.sample()}", witness=dep)
+        if member:
+            node = transform.set_flags(self.scop, node.band_split(member)).child(0)
+        if node.band_n_member() > 1:
+            node = node.band_split(1)
+        node = node.insert_mark(isl.Id(PARALLEL_MARK))
+        return self._keep("parallel", band, dict(member=member), node.get_schedule())
+
     # -- compiling -----------------------------------------------------------------
 
-    def compile(self, *, threads: int | None = 1, tile: bool = False, fast_math: bool = True,
+    def compile(self, *, threads: int | None = None, tile: bool = False, fast_math: bool = True,
                 check: bool = True, profile: bool = False, without: Sequence[str] = ()):
         """Native code for the schedule as steered (a :class:`~polyc.pipeline.
         CompiledModel`, whose ``run`` returns every array's final value); ``tile=True``
         runs polyc's automatic tiling on it too (``without`` as for ``compile``);
-        ``threads`` as for ``compile`` (1 by default: serial code)."""
+        ``threads`` as for ``compile`` (None: OpenMP's default; 1: serial code, the
+        parallel marks ignored)."""
         from polyc.pipeline import CompiledModel, _Stages, lower_schedule, native_code
         options = replace(self._options, tile=tile, threads=threads, fast_math=fast_math,
                           check=check, profile=bool(profile), without=tuple(without))
@@ -289,6 +323,7 @@ class Schedule:
         try:
             check_order(self.scop.dependences, tree.get_map())
             check_permutable(self.scop, tree)
+            check_parallel(self.scop, tree)
         except IllegalScheduleError as error:
             raise RefusedError(f"{op} {_name(band)} {_describe(args)} refused: {error}",
                                witness=getattr(error, "witness", None)) from None
@@ -297,7 +332,7 @@ class Schedule:
         return self
 
 
-PRIMITIVES = ("interchange", "permute", "skew", "shift", "reverse", "tile")
+PRIMITIVES = ("interchange", "permute", "skew", "shift", "reverse", "tile", "parallel")
 
 
 def _name(band: Band) -> str:

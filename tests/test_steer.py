@@ -41,7 +41,8 @@ def matches_reference(name, schedule, params, **compile_options):
 def test_the_original_schedule_reads_as_the_loops_were_written():
     s = original("jacobi-1d", JACOBI)
     assert pluto_text(s) == ["T(S1): (t, 0, i)", "T(S2): (t, 1, i)"]
-    assert s.bands() == [{"id": ("S1", 0), "statements": ["S1", "S2"], "flags": "ssp*"}]
+    assert s.bands() == [{"id": ("S1", 0), "statements": ["S1", "S2"], "flags": "ssp*",
+                          "mark": None}]
 
 
 def test_skew_shift_and_interchange_make_plutos_jacobi_1d_band():
@@ -63,7 +64,8 @@ def test_skew_shift_and_interchange_make_plutos_jacobi_1d_band():
 def test_permute_and_reverse_of_matmul():
     s = original("matmul")
     assert pluto_text(s) == ["T(S1): (0, i, j, 0)", "T(S2): (1, i, j, k)"]
-    assert s.bands()[1] == {"id": ("S2", 0), "statements": ["S2"], "flags": "pps"}
+    assert s.bands()[1] == {"id": ("S2", 0), "statements": ["S2"], "flags": "pps",
+                            "mark": None}
     s.permute("S2", [2, 0, 1])
     assert pluto_text(s) == ["T(S1): (0, i, j, 0)", "T(S2): (1, k, i, j)"]
     assert s.bands()[1]["flags"] == "spp"  # i and j carry nothing, with k outside
@@ -71,6 +73,23 @@ def test_permute_and_reverse_of_matmul():
     assert pluto_text(s)[1] == "T(S2): (1, k, -i, j)"
     s.tile("S2", [4, 2, 8])
     matches_reference("matmul", s, KERNELS["matmul"].params)
+
+
+def test_parallel_marks_a_loop_that_carries_nothing_and_refuses_one_that_does():
+    params = {"M": 40, "N": 30, "K": 20}
+    s = original("matmul", params)
+    with pytest.raises(RefusedError, match=r"parallel band 'S2' \(member=2\) refused: its "
+                                           r"loop carries the RAW dependence S2 -> S2") as no:
+        s.parallel("S2", 2)
+    assert no.value.witness.get_tuple_name(isl.dim_type.out) == "S2"
+    s.parallel("S2", 1)
+    assert pluto_text(s)[1] == "T(S2): (1, i, j, k)"  # the same times, the band split
+    assert [(b["id"], b["flags"], b["mark"]) for b in s.bands()[1:]] == [
+        (("S2", 0), "p", None), (("S2", 1), "p", "parallel"), (("S2", 2), "s", None)]
+    compiled = s.compile(threads=2)
+    assert "parallel: as marked (1 loop)" in compiled.schedule.decisions
+    matches_reference("matmul", s, params, threads=2)
+    assert str(s.trace.replay(KERNELS["matmul"].build()).tree) == str(s.tree)
 
 
 def test_tiling_a_band_that_is_not_permutable_is_refused_with_a_witness():

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 import islpy as isl
 
 from polyc.errors import PolycError
-from polyc.islutil import statement_names
+from polyc.islutil import statement_names, union_maps
 from polyc.scheduler.legality import backward_member, live_dependences
 from polyc.scheduler.notation import natural
 from polyc.scop.model import Scop
@@ -160,6 +160,27 @@ def flags(scop: Scop, band: isl.ScheduleNode) -> tuple[bool, list[bool]]:
         coincident.append(live.is_subset(same))
         live = live.intersect(same)
     return permutable, coincident
+
+
+def carried(scop: Scop, band: isl.ScheduleNode, member: int
+            ) -> tuple[str, isl.Map] | None:
+    """``(kind, pairs)`` of a live dependence that ``member``'s loop carries: its two
+    instances in different iterations of the member, the members before it equal; None
+    when the loop carries none (it may run in parallel)."""
+    live = live_dependences(scop.dependences, band, scop.context)
+    found = rows(band)
+    for row in found[:member]:
+        row_map = isl.UnionMap.from_union_pw_aff(row)
+        live = live.intersect(row_map.apply_range(row_map.reverse()))
+    row_map = isl.UnionMap.from_union_pw_aff(found[member])
+    crossing = live.subtract(row_map.apply_range(row_map.reverse()))
+    if crossing.is_empty():
+        return None
+    for kind, umap in scop.dependences.kinds().items():
+        mine = crossing.intersect(umap)
+        if not mine.is_empty():
+            return kind, union_maps(mine)[0]
+    return "dependence", union_maps(crossing)[0]
 
 
 def _constant_on(band: isl.ScheduleNode, statement: str, amount: int) -> isl.UnionPwAff:

@@ -73,9 +73,14 @@ _SKIP_BELOW = (VECTOR_MARK, TRANSPOSE_MARK, MARK)  # marks whose subtrees get no
 def parallelize(scop: Scop, result: ScheduleResult, *, threads: int | None
                 ) -> ScheduleResult:
     """The pipeline stage: ``result`` with parallel marks (:func:`mark_parallel`) and a
-    decision per mark; ``threads=1`` leaves the schedule serial."""
+    decision per mark; ``threads=1`` leaves the schedule serial, and a schedule that has
+    parallel marks already (placed by hand) keeps them and gets no others."""
+    marked = _marks(result.schedule)
     if threads == 1:
         notes = ["off (threads=1)"]
+        schedule = result.schedule
+    elif marked:  # (marked by hand: polyc.steer.Schedule.parallel)
+        notes = [f"as marked ({marked} loop{'s' if marked > 1 else ''})"]
         schedule = result.schedule
     elif (total := program_instances(scop, result.schedule)) is not None \
             and total < MIN_PROGRAM_INSTANCES:
@@ -85,6 +90,20 @@ def parallelize(scop: Scop, result: ScheduleResult, *, threads: int | None
         schedule, notes = mark_parallel(scop, result.schedule)
     return dataclasses.replace(result, schedule=schedule, decisions=result.decisions
                                + tuple(f"parallel: {n}" for n in notes))
+
+
+def _marks(schedule: isl.Schedule) -> int:
+    """How many parallel marks ``schedule`` has already."""
+    found = []
+
+    def visit(node: isl.ScheduleNode) -> bool:
+        if node.get_type() == isl.schedule_node_type.mark \
+                and node.mark_get_id().get_name() == MARK:
+            found.append(node)
+        return True
+
+    schedule.get_root().foreach_descendant_top_down(visit)
+    return len(found)
 
 
 def mark_parallel(scop: Scop, schedule: isl.Schedule, *, min_instances: int | None = None
