@@ -10,7 +10,7 @@ import islpy as isl
 import pytest
 
 from polyc.frontend.core import Const
-from polyc.fusion.groups import fuse
+from polyc.fusion.groups import FusionGroups, fuse
 from polyc.scheduler import check_legality, schedule
 from polyc.scheduler.notation import pluto_notation
 from polyc.scop.build import build_scop
@@ -94,12 +94,19 @@ def test_matmul_keeps_i_j_k_and_marks_i_j_parallel(policy):
 
 
 def test_policies_differ_on_a_producer_consumer_pair():
+    """Pluto's maxfuse on one group fuses the Relu into the product's loops, nofuse
+    distributes them. The fusion policy max keeps a contraction's group apart and has
+    it scheduled as under smart (its recipe needs the product's band alone), so its
+    Relu is distributed too."""
     scop = compute_dependences(build_scop(matmul_relu(m=8, k=6, n=5)))
-    fused = schedule(scop, fuse(scop, policy="max"), scheduler="pluto")
+    one_group = FusionGroups("max", (tuple(s.name for s in scop.statements),))
+    fused = schedule(scop, one_group, scheduler="pluto")
     distributed = schedule(scop, fuse(scop, policy="none"), scheduler="pluto")
+    as_max = schedule(scop, fuse(scop, policy="max"), scheduler="pluto")
     assert pluto_notation(fused.schedule, scop).splitlines()[2] == "T(S2_relu): (i0, i1, 5, 2)"
-    assert pluto_notation(distributed.schedule, scop).splitlines()[2] == \
-        "T(S2_relu): (2, i0, i1, 0)"
+    for result in (distributed, as_max):
+        assert pluto_notation(result.schedule, scop).splitlines()[2] == \
+            "T(S2_relu): (2, i0, i1, 0)"
 
 
 def _slow_farkas_nest():

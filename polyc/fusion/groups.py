@@ -10,7 +10,10 @@ decides the loop structure. Policies:
   row-wise op joins row-wise producers it reads from row by row (softmax: max, exp,
   sum and divide fuse at the row loop); contractions never join row-wise groups; a
   Recurrence (an LSTM's time loop) is a group of its own;
-- ``max``   all statements form one group.
+- ``max``   one group, but for contractions: each of smart's groups that holds a
+  contraction (a MatMul, Gemm, convolution: its init and update, and the epilogues
+  smart gives it) stays a group of its own, which the scheduler treats as under smart,
+  and the groups between them are merged into one (:func:`_max_runs`).
 """
 
 from __future__ import annotations
@@ -32,9 +35,16 @@ class FusionGroups:
     policy: str
     groups: tuple[tuple[str, ...], ...]  # statement names, program order
     inlined: tuple[str, ...] = ()  # notes of polyc.fusion.inline, before grouping
+    apart: tuple[int, ...] = ()  # max: the groups kept apart around a contraction
+    notes: tuple[str, ...] = ()  # why, one per group kept apart
+
+    def policy_of(self, k: int) -> str:
+        """The policy the scheduler applies inside group ``k``: smart for a group that
+        max keeps apart around a contraction (:func:`_max_runs`), else the policy."""
+        return "smart" if k in self.apart else self.policy
 
     def __str__(self) -> str:
-        return "\n".join([*self.inlined,
+        return "\n".join([*self.inlined, *self.notes,
                           *(f"G{k}: {', '.join(g)}" for k, g in enumerate(self.groups))])
 
 
@@ -46,13 +56,15 @@ def fuse(scop: Scop, *, policy: str = "smart", inlined: tuple[str, ...] = ()) ->
     for statement in scop.statements:
         by_op.setdefault(statement.op_index, []).append(statement)
     ops = list(by_op.values())
+    apart: tuple[int, ...] = ()
     if policy == "max":
-        runs = [[s for op in ops for s in op]] if ops else []
+        runs, apart = _max_runs(scop, ops)
     elif policy == "none":
         runs = ops
     else:
         runs = _smart_runs(scop, ops)
-    return FusionGroups(policy, tuple(tuple(s.name for s in run) for run in runs), inlined)
+    return FusionGroups(policy, tuple(tuple(s.name for s in run) for run in runs), inlined,
+                        apart, tuple(_apart_note(k, runs[k]) for k in apart))
 
 
 def canonical_policy(policy: str) -> str:
@@ -73,6 +85,39 @@ def _smart_runs(scop: Scop, ops: list[list[Statement]]) -> list[list[Statement]]
         else:
             runs.append(list(op))
     return runs
+
+
+def _max_runs(scop: Scop, ops: list[list[Statement]]
+              ) -> tuple[list[list[Statement]], tuple[int, ...]]:
+    """max's groups and the indices of those kept apart: smart's groups
+    (:func:`_smart_runs`) without a contraction merged while they follow one another;
+    one with a contraction (its init and update, the epilogues smart gives it) stays a
+    group of its own, scheduled as under smart. The register-tile recipe
+    (:mod:`polyc.tiling.contraction`) needs a band holding the contraction alone. In
+    one group, Pluto's maxfuse fuses a conv's init, update and Relu in one band, and on
+    a small CNN (three 3x3 convs, a max pool, a Gemm; 1x3x32x32) the first chunk's ILP
+    (16 statements, 88 variables) ran past LARGE_ILP_SECONDS into isl's scheduler,
+    which fused the convs with their paddings: no conv kept its recipe, schedule 6.0 s
+    and run 1.86 ms against smart's 0.6 s and 0.57 ms; kept apart, 0.5 s and 0.61 ms
+    (benchmarks/fuse_policies.py, an AVX2 EPYC, one thread)."""
+    runs: list[list[Statement]] = []
+    apart: list[int] = []
+    for run in _smart_runs(scop, ops):
+        if any(_is_contraction(s) for s in run):
+            apart.append(len(runs))
+            runs.append(run)
+        elif runs and len(runs) - 1 not in apart:
+            runs[-1].extend(run)
+        else:
+            runs.append(run)
+    return runs, tuple(apart)
+
+
+def _apart_note(k: int, run: list[Statement]) -> str:
+    """Why max keeps group ``k`` apart (for the groups' notes)."""
+    names = ", ".join(s.name for s in run if _is_contraction(s))
+    return (f"max: G{k} kept apart, scheduled as under smart: contraction {names} "
+            f"(the register-tile recipe needs a band of its own)")
 
 
 def _recurrent(statements: list[Statement]) -> bool:

@@ -79,7 +79,7 @@ def _schedule_groups(scop: Scop, groups: FusionGroups, scheduler: GroupScheduler
     if jobs < 2:
         found = []
         for k, group in enumerate(groups.groups):
-            found.append(scheduler(scop, group, groups.policy))
+            found.append(scheduler(scop, group, groups.policy_of(k)))
             progress.step(k + 1, count)
         return found
     shares = workers.deal([len(group) ** 2 for group in groups.groups], jobs)
@@ -88,7 +88,7 @@ def _schedule_groups(scop: Scop, groups: FusionGroups, scheduler: GroupScheduler
         def run():
             texts = []
             for done, k in enumerate(indices, 1):
-                part, notes = scheduler(scop, groups.groups[k], groups.policy)
+                part, notes = scheduler(scop, groups.groups[k], groups.policy_of(k))
                 texts.append((k, part if report else str(part), notes))
                 if report:  # this process only: the others may not touch the terminal
                     progress.step(min(done * jobs, count), count)  # about as far as they
