@@ -141,10 +141,15 @@ def test_a_model_of_121_nodes_schedules_with_pluto(policy, monkeypatch):
     np.testing.assert_allclose(compiled.run(inputs)["y"], expected, rtol=RTOL, atol=ATOL)
 
 
-def test_one_group_of_126_statements_is_scheduled_in_chunks(monkeypatch):
-    """Pluto's maxfuse on the same model as one group of 126 statements (166 before the
-    40 bias adds are inlined into their Relus) schedules it in bounded chunks, itself
-    (no fallback), legally. (The large ILPs' time limit raised as above.)"""
+@pytest.mark.parametrize("layers, statements, chunks", [
+    (8, 30, 2),
+    pytest.param(40, 126, 8, marks=pytest.mark.slow),  # 45 s
+])
+def test_one_group_is_scheduled_in_chunks(layers, statements, chunks, monkeypatch):
+    """Pluto's maxfuse on the deep MLP as one group (126 statements for 40 layers, 166
+    before the 40 bias adds are inlined into their Relus) schedules it in bounded
+    chunks, itself (no fallback), legally. (The large ILPs' time limit raised as
+    above.)"""
     from polyc.frontend import import_model
     from polyc.fusion.groups import FusionGroups
     from polyc.fusion.inline import inline_temporaries
@@ -152,10 +157,11 @@ def test_one_group_of_126_statements_is_scheduled_in_chunks(monkeypatch):
     from polyc.scop.build import build_scop
     from polyc.scop.dependences import compute_dependences
     monkeypatch.setattr(pluto, "LARGE_ILP_SECONDS", 60.0)
-    scop, _ = inline_temporaries(build_scop(import_model(deep_mlp())), policy="max")
+    scop, _ = inline_temporaries(build_scop(import_model(deep_mlp(layers))), policy="max")
     scop = compute_dependences(scop)
     group = FusionGroups("max", (tuple(s.name for s in scop.statements),))
     result = schedule(scop, group, scheduler="pluto")
-    assert any("126 statements scheduled in 8 chunks" in d for d in result.decisions)
+    assert any(f"{statements} statements scheduled in {chunks} chunks" in d
+               for d in result.decisions), result.decisions
     assert not any("fell back" in d for d in result.decisions)
     check_legality(scop, result.schedule)

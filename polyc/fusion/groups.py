@@ -10,10 +10,11 @@ decides the loop structure. Policies:
   row-wise op joins row-wise producers it reads from row by row (softmax: max, exp,
   sum and divide fuse at the row loop); contractions never join row-wise groups; a
   Recurrence (an LSTM's time loop) is a group of its own;
-- ``max``   one group, but for contractions: each of smart's groups that holds a
-  contraction (a MatMul, Gemm, convolution: its init and update, and the epilogues
-  smart gives it) stays a group of its own, which the scheduler treats as under smart,
-  and the groups between them are merged into one (:func:`_max_runs`).
+- ``max``   one group, but for contractions: in an ONNX model each of smart's groups
+  that holds a contraction (a MatMul, Gemm, convolution: its init and update, and the
+  epilogues smart gives it) stays a group of its own, which the scheduler treats as
+  under smart, and the groups between them are merged into one (:func:`_max_runs`);
+  a loop nest (one op) stays one group, which Pluto's maxfuse schedules as written.
 """
 
 from __future__ import annotations
@@ -57,8 +58,10 @@ def fuse(scop: Scop, *, policy: str = "smart", inlined: tuple[str, ...] = ()) ->
         by_op.setdefault(statement.op_index, []).append(statement)
     ops = list(by_op.values())
     apart: tuple[int, ...] = ()
-    if policy == "max":
+    if policy == "max" and len(ops) > 1:
         runs, apart = _max_runs(scop, ops)
+    elif policy == "max":  # a loop nest (one op): Pluto's maxfuse on it as written
+        runs = ops
     elif policy == "none":
         runs = ops
     else:
