@@ -82,14 +82,19 @@ def points(target: Target, sizes: tuple[int, ...] | None = None) -> list[Point]:
 
 def tune(target: Target, *, sizes: tuple[int, ...] | None = None, search: str = "grid",
          count: int | None = None, seed: int = 0, budget: float | None = None,
-         repeat: int = 5, progress: bool | None = None) -> list[Point]:
+         repeat: int = 5, progress: bool | None = None,
+         strategies: list[Point] | None = None) -> list[Point]:
     """Every point of the search compiled, checked and timed (see the module's
-    docstring); the baseline first."""
+    docstring); the baseline first. ``strategies`` replaces :func:`points`' (the
+    baseline is put first unless one is given)."""
     if search not in ("grid", "random"):
         raise PolycError(f"search is grid or random, got {search!r}")
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise PolycError(f"repeat must be a positive int, got {repeat!r}")
     chosen = points(target, sizes)
+    if strategies is not None:
+        given = [Point(p.label, dict(p.options)) for p in strategies]
+        chosen = given if any(p.label == BASELINE for p in given) else [chosen[0], *given]
     if search == "random":
         rest = chosen[1:]
         random.Random(seed).shuffle(rest)
