@@ -39,6 +39,7 @@ import islpy as isl
 from polyc.codegen.parallel import MARK as PARALLEL_MARK
 from polyc.errors import IllegalScheduleError, PolycError, RefusedError
 from polyc.islutil import statement_names
+from polyc.notation import natural, pluto_notation
 from polyc.scheduler import ScheduleResult, transform
 from polyc.scheduler.legality import (
     backward_member,
@@ -46,7 +47,6 @@ from polyc.scheduler.legality import (
     check_parallel,
     check_permutable,
 )
-from polyc.scheduler.notation import natural, pluto_notation
 
 Band = str | tuple[str, int] | Sequence[Any]
 TRACE_VERSION = 1
@@ -235,10 +235,7 @@ class Schedule:
         node = self._band(band)
         count = node.band_n_member()
         sizes = [sizes] * count if isinstance(sizes, int) else list(sizes)
-        if not 0 < len(sizes) <= count or any(
-                isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
-            raise PolycError(f"tile sizes must be up to {count} positive ints (one per "
-                             f"member of the band, from the first), got {sizes!r}")
+        values, sizes = self._sizes(node, sizes)
         if len(sizes) < count:  # the members tiled make a band of their own
             node = transform.set_flags(self.scop, node.band_split(len(sizes)))
             count = len(sizes)
@@ -251,14 +248,44 @@ class Schedule:
                     f"{member} runs the {kind} dependence {_ends(dep)} backward, e.g. "
                     f"{dep.sample()}", witness=dep)
             node = node.band_set_permutable(1)
-        ctx = self.scop.ctx
-        ctx.set_tile_scale_tile_loops(0)
-        ctx.set_tile_shift_point_loops(1)
-        values = isl.MultiVal.zero(node.band_get_space())
-        for k, size in enumerate(sizes):
-            values = values.set_val(k, isl.Val.int_from_si(ctx, size))
         tiled = node.band_tile(values)
         return self._keep("tile", band, dict(sizes=sizes), tiled.get_schedule())
+
+    def diamond(self, band: Band, sizes: int | Sequence[int]) -> "Schedule":
+        """Diamond tiles (Bandishti et al., SC'12; Pluto's ``--diamond-tile``) of a
+        stencil band ``(t, phi_1, ..)``: tiled along a first row that allows concurrent
+        start (``2*t - i`` next to ``2*t + i`` for jacobi-1d), which the scheduler
+        looks for among the band's dependences, the point loops keeping the band's own
+        rows: ``(c/s0, phi_1/s1, .., t, phi_1, ..)``. Refused for a band that is not a
+        stencil's (a time loop outermost, the others skewed by it) or has no such row."""
+        from polyc.tiling.stencil import describe_row, diamond_row, diamond_tile, stencil_band
+        node = self._band(band)
+        values, _ = self._sizes(node, sizes, whole=True)
+        stencil = stencil_band(self.scop, node)
+        if stencil is None:
+            raise RefusedError(f"diamond {_name(band)} refused: not a stencil band (a time "
+                               "loop outermost and the other members skewed by it, every "
+                               "row affine in the iterators)")
+        first = diamond_row(self.scop, stencil)
+        if first is None:
+            raise RefusedError(f"diamond {_name(band)} refused: no first row with concurrent "
+                               "start is valid on the band's dependences")
+        tiled = diamond_tile(self.scop, node, first, values)
+        self._keep("diamond", band, dict(sizes=sizes), tiled.get_schedule())
+        self.decisions += (f"diamond {_name(band)}: first tile row "
+                           f"{describe_row(self.scop, first)}",)
+        return self
+
+    def wavefront(self, band: Band) -> "Schedule":
+        """Run a band's first two loops as a wavefront, ``(T0, T1, ..)`` ->
+        ``(T0 + T1, T1, ..)``: a skew of member 0 by member 1 that makes ``T1``
+        parallel when the band is permutable (for a band of tile loops, the tiles of a
+        wavefront run at once)."""
+        node = self._band(band)
+        if node.band_n_member() < 2:
+            raise PolycError("a wavefront needs a band of two or more members")
+        return self._rewrite("wavefront", band, {},
+                             lambda found: transform.skew(found, 0, 1, 1))
 
     def parallel(self, band: Band, member: int = 0) -> "Schedule":
         """Run ``member``'s loop on threads: the band is split so that the member is a
@@ -312,6 +339,28 @@ class Schedule:
         raise PolycError(f"name a band by a statement below it (\"S1\") or a statement and "
                          f"the band's depth ((\"S1\", 1)), got {band!r}")
 
+    def _sizes(self, node: isl.ScheduleNode, sizes, *, whole: bool = False
+               ) -> tuple[isl.MultiVal, list[int]]:
+        """Tile sizes for the first members of ``node`` (all of them when ``whole``;
+        one int: every member) as isl takes them, and as a list; isl's tiling options
+        set as polyc's tiling sets them (tile loops count tiles, point loops from 0)."""
+        count = node.band_n_member()
+        sizes = [sizes] * count if isinstance(sizes, int) else list(sizes)
+        if not 0 < len(sizes) <= count or (whole and len(sizes) != count) or any(
+                isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
+            raise PolycError(f"tile sizes must be {count if whole else f'up to {count}'} "
+                             f"positive ints (one per member of the band, from the first), "
+                             f"got {sizes!r}")
+        ctx = self.scop.ctx
+        ctx.set_tile_scale_tile_loops(0)
+        ctx.set_tile_shift_point_loops(1)
+        space = node.band_split(len(sizes)).band_get_space() if len(sizes) < count \
+            else node.band_get_space()
+        values = isl.MultiVal.zero(space)
+        for k, size in enumerate(sizes):
+            values = values.set_val(k, isl.Val.int_from_si(ctx, size))
+        return values, sizes
+
     def _rewrite(self, op: str, band: Band, args: dict, rows) -> "Schedule":
         node = self._band(band)
         changed = transform.replace(self.scop, node, rows(node))
@@ -332,7 +381,8 @@ class Schedule:
         return self
 
 
-PRIMITIVES = ("interchange", "permute", "skew", "shift", "reverse", "tile", "parallel")
+PRIMITIVES = ("interchange", "permute", "skew", "shift", "reverse", "tile", "diamond",
+              "wavefront", "parallel")
 
 
 def _name(band: Band) -> str:

@@ -5,9 +5,9 @@ import pytest
 
 from polyc.errors import IllegalScheduleError, PolycError
 from polyc.fusion.groups import POLICIES, fuse
+from polyc.notation import pluto_notation
 from polyc.scheduler import check_legality, schedule
 from polyc.scheduler.legality import Times, check_order, respects_order
-from polyc.scheduler.notation import pluto_notation
 from polyc.scop.build import build_scop
 from polyc.scop.dependences import compute_dependences
 

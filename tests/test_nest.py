@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from polyc.errors import InputError, NestError, NotAffineError, ShapeError
-from polyc.scheduler.notation import pluto_notation
+from polyc.notation import pluto_notation
 from polyc.scop.dependences import compute_dependences
 from polyc.scop.nest import LoopNest
 from polyc.scop.polybench import independent, jacobi1d, jacobi1d_reference, matmul, trisolv

@@ -11,8 +11,8 @@ import pytest
 
 from polyc.frontend.core import Const
 from polyc.fusion.groups import FusionGroups, fuse
+from polyc.notation import pluto_notation
 from polyc.scheduler import check_legality, schedule
-from polyc.scheduler.notation import pluto_notation
 from polyc.scop.build import build_scop
 from polyc.scop.dependences import compute_dependences
 from polyc.scop.model import Access, Array, Scop, Statement

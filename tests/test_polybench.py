@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from polyc.fusion.groups import fuse
+from polyc.notation import pluto_notation
 from polyc.scheduler import check_legality, schedule
-from polyc.scheduler.notation import pluto_notation
 from polyc.scop.dependences import compute_dependences
 from polyc.scop.polybench import KERNELS
 

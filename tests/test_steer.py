@@ -92,6 +92,32 @@ def test_parallel_marks_a_loop_that_carries_nothing_and_refuses_one_that_does():
     assert str(s.trace.replay(KERNELS["matmul"].build()).tree) == str(s.tree)
 
 
+def test_diamond_tiles_and_a_wavefront_of_plutos_jacobi_1d_band():
+    params = {"T": 40, "N": 600}
+    s = polyc.Schedule(KERNELS["jacobi-1d"].build(), params=params)
+    assert pluto_text(s) == ["T(S1): (t, 2*t + i, 0)", "T(S2): (t, 2*t + i + 1, 1)"]
+    s.diamond("S1", [8, 16])
+    assert pluto_text(s) == [
+        "T(S1): (floor((2t - i)/8), floor((2t + i)/16), t, 2*t + i, 0)",
+        "T(S2): (floor((1 + 2t - i)/8), floor((1 + 2t + i)/16), t, 2*t + i + 1, 1)"]
+    assert "diamond band 'S1': first tile row S1: 2*t - i; S2: 2*t - i + 1" in s.decisions
+    s.wavefront("S1")
+    assert pluto_text(s)[0].startswith("T(S1): (floor((2t - i)/8) + floor((2t + i)/16), ")
+    assert s.bands()[0]["flags"] == "sp"  # the tiles of a wavefront run at once
+    s.parallel("S1", 1)
+    matches_reference("jacobi-1d", s, params, threads=2)
+
+
+def test_diamonds_need_a_stencil_band():
+    s = original("jacobi-1d", JACOBI)
+    with pytest.raises(RefusedError, match="diamond band 'S1' refused: not a stencil band"):
+        s.diamond("S1", [8, 16, 1])
+    with pytest.raises(PolycError, match="tile sizes must be 3 positive ints"):
+        s.diamond("S1", [8, 16])
+    with pytest.raises(PolycError, match="a wavefront needs a band of two or more members"):
+        original("matmul").parallel("S2", 1).wavefront(("S2", 1))
+
+
 def test_tiling_a_band_that_is_not_permutable_is_refused_with_a_witness():
     s = original("jacobi-1d", JACOBI)
     before = str(s)

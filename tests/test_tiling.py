@@ -13,7 +13,7 @@ from test_models import MODELS
 
 import polyc
 from polyc.errors import PolycError
-from polyc.scheduler.notation import pluto_notation
+from polyc.notation import pluto_notation
 from polyc.scop.polybench import KERNELS
 from polyc.tiling.cache import Caches, host_caches, tile_size
 

@@ -41,8 +41,9 @@ from llvmlite import ir
 from polyc.codegen.ast import LoopProgram, children
 from polyc.codegen.exprs import I64, value_name
 from polyc.codegen.vector import linear
+from polyc.marks import PARALLEL
 
-MARK = "parallel"
+MARK = PARALLEL
 PTR = ir.PointerType()
 I32 = ir.IntType(32)
 VOID = ir.VoidType()

@@ -23,8 +23,9 @@ import islpy as isl
 from llvmlite import ir
 
 from polyc.codegen.vector import LANES, offset_stride, unit_loop, uses
+from polyc.marks import TRANSPOSE
 
-MARK = "transpose"
+MARK = TRANSPOSE
 I32 = ir.IntType(32)
 
 

@@ -26,23 +26,12 @@ from llvmlite import ir
 
 from polyc.codegen.exprs import F32, I1, I64, apply_op
 from polyc.codegen.scalars import alignment
+from polyc.marks import ACCUMULATOR_VECTORS, HALF, LANES, REGISTER_TILE, UNROLL, VECTOR  # noqa: F401
 
-LANES = 16
-# A vector statement of exactly this many lanes (a register tile's last 8 of 24 or 40
-# channels) runs as a vector of its own width, unmasked: on AVX-512 a ymm register,
-# whose FMAs take half a zmm FMA's slots on hosts that split 512-bit operations (Zen
-# 4); a masked 16-lane tile costs every lane.
-HALF = LANES // 2
-MARK = "vector"
-REGISTER_TILE = "register_tile"  # the mark of a contraction's register tile (tiling)
+MARK = VECTOR
 # The mark over a register tile's band whose last two members (rows, vectors of a row)
 # codegen unrolls in full tiles; the AST stage appends their loops' iterators to it.
-UNROLL = "unroll"
 MASK = ir.VectorType(I1, LANES)
-# An accumulation's innermost loop of at most this many whole vectors (a reduction's
-# sums of consecutive channels) runs unrolled, so LLVM keeps the sums in registers
-# across the loops around it (polyc.tiling.reduction).
-ACCUMULATOR_VECTORS = 16
 I32 = ir.IntType(32)
 op = isl.ast_expr_op_type
 

@@ -26,7 +26,7 @@ class ScheduleResult:
     decisions: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        from polyc.scheduler.notation import pluto_notation
+        from polyc.notation import pluto_notation
         lines = [f"scheduler: {self.scheduler}"]
         lines += [f"  {d}" for d in self.decisions]
         return "\n".join(lines) + "\n" + pluto_notation(self.schedule)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import islpy as isl
 
 from polyc import workers
-from polyc.codegen.parallel import MARK as PARALLEL_MARK
 from polyc.errors import IllegalScheduleError
 from polyc.islutil import outer_schedule, statement_names, union_maps
+from polyc.marks import PARALLEL as PARALLEL_MARK
 from polyc.scop.model import Dependences, Scop
 
 

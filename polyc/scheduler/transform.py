@@ -23,8 +23,8 @@ import islpy as isl
 
 from polyc.errors import PolycError
 from polyc.islutil import statement_names, union_maps
+from polyc.notation import natural
 from polyc.scheduler.legality import backward_member, live_dependences
-from polyc.scheduler.notation import natural
 from polyc.scop.model import Scop
 
 

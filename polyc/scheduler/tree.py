@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import islpy as isl
 
-from polyc.scheduler.notation import format_aff
+from polyc.notation import format_aff
 from polyc.scop.model import Scop
 
 

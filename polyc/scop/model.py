@@ -342,7 +342,7 @@ class Scop:
         return self._accesses("write")
 
     def __str__(self) -> str:
-        from polyc.scheduler.notation import pluto_notation
+        from polyc.notation import pluto_notation
 
         lines = []
         if self.params:

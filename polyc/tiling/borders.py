@@ -26,8 +26,6 @@ import math
 
 import islpy as isl
 
-from polyc.codegen.vector import MARK as VECTOR_MARK
-from polyc.codegen.vector import REGISTER_TILE
 from polyc.islutil import (
     band_above,
     flat_offset,
@@ -39,6 +37,8 @@ from polyc.islutil import (
     union_of,
     union_sets,
 )
+from polyc.marks import REGISTER_TILE
+from polyc.marks import VECTOR as VECTOR_MARK
 from polyc.scheduler.base import group_dependences
 from polyc.scop.model import Scop
 from polyc.tiling.order import coefficients

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import islpy as isl
 
-from polyc.codegen.vector import MARK as VECTOR_MARK
-from polyc.codegen.vector import REGISTER_TILE
 from polyc.islutil import map_bottom_up, span, statement_names, union_maps
+from polyc.marks import REGISTER_TILE
+from polyc.marks import VECTOR as VECTOR_MARK
 from polyc.scop.model import Scop
 from polyc.tiling.rectangular import recurrence_along
 

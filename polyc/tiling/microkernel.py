@@ -37,13 +37,13 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from polyc.codegen.vector import HALF, LANES
-from polyc.codegen.vector import MARK as VECTOR_MARK
-from polyc.codegen.vector import REGISTER_TILE as REGISTER_MARK
-from polyc.codegen.vector import UNROLL as UNROLL_MARK
 from polyc.errors import PolycError
 from polyc.frontend.ops.conv import ends_in_half_vector
 from polyc.islutil import multi_union, outer_schedule, param_aff, statement_names, variable
+from polyc.marks import HALF, LANES
+from polyc.marks import REGISTER_TILE as REGISTER_MARK
+from polyc.marks import UNROLL as UNROLL_MARK
+from polyc.marks import VECTOR as VECTOR_MARK
 from polyc.tiling.cache import FLOAT_BYTES, Caches
 from polyc.tiling.contraction import Contraction
 from polyc.tiling.epilogue import Attached

@@ -31,7 +31,6 @@ import dataclasses
 import islpy as isl
 import numpy as np
 
-from polyc.codegen.vector import LANES
 from polyc.errors import PolycError
 from polyc.islutil import (
     affs_to_map,
@@ -44,6 +43,7 @@ from polyc.islutil import (
     union_maps,
     variable,
 )
+from polyc.marks import LANES
 from polyc.scop.model import Access, Array, Load, Scop, Statement
 from polyc.tiling.contraction import Contraction
 

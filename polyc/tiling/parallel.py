@@ -34,9 +34,6 @@ import math
 
 import islpy as isl
 
-from polyc.codegen.parallel import MARK
-from polyc.codegen.transpose import MARK as TRANSPOSE_MARK
-from polyc.codegen.vector import MARK as VECTOR_MARK
 from polyc.islutil import (
     map_bottom_up,
     outer_schedule,
@@ -46,8 +43,11 @@ from polyc.islutil import (
     union_maps,
     union_sets,
 )
+from polyc.marks import PARALLEL as MARK
+from polyc.marks import TRANSPOSE as TRANSPOSE_MARK
+from polyc.marks import VECTOR as VECTOR_MARK
+from polyc.notation import format_aff
 from polyc.scheduler.base import ScheduleResult
-from polyc.scheduler.notation import format_aff
 from polyc.scop.model import Scop
 
 # Statement instances per region below which a loop nest stays serial: elementwise

@@ -20,8 +20,6 @@ from collections import Counter
 
 import islpy as isl
 
-from polyc.codegen.transpose import MARK as TRANSPOSE_MARK
-from polyc.codegen.vector import LANES
 from polyc.errors import PolycError
 from polyc.islutil import (
     band_with_rows,
@@ -32,6 +30,8 @@ from polyc.islutil import (
     statement_names,
     union_maps,
 )
+from polyc.marks import LANES
+from polyc.marks import TRANSPOSE as TRANSPOSE_MARK
 from polyc.scop.model import Scop
 from polyc.tiling.cache import host_caches, tile_size
 from polyc.tiling.order import access_strides, innermost_member, statement_strides

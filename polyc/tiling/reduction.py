@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import islpy as isl
 
-from polyc.codegen.vector import ACCUMULATOR_VECTORS, LANES
 from polyc.islutil import (
     map_bottom_up,
     multi_union,
@@ -40,6 +39,7 @@ from polyc.islutil import (
     union_maps,
     union_of,
 )
+from polyc.marks import ACCUMULATOR_VECTORS, LANES
 from polyc.scheduler.graph import topological_sccs
 from polyc.scop.model import Scop, Statement
 from polyc.tiling.order import (

@@ -72,9 +72,9 @@ from polyc.islutil import (
     union_maps,
     union_sets,
 )
+from polyc.notation import format_aff
 from polyc.scheduler.base import group_dependences
 from polyc.scheduler.cost import BYTES
-from polyc.scheduler.notation import format_aff
 from polyc.scheduler.pluto import concurrent_start, is_time_row
 from polyc.scheduler.tree import row_aff
 from polyc.scop.model import Scop
