@@ -36,9 +36,9 @@ from typing import Any
 
 import islpy as isl
 
-from polyc.codegen.parallel import MARK as PARALLEL_MARK
 from polyc.errors import IllegalScheduleError, PolycError, RefusedError
 from polyc.islutil import statement_names
+from polyc.marks import PARALLEL as PARALLEL_MARK
 from polyc.notation import natural, pluto_notation
 from polyc.scheduler import ScheduleResult, transform
 from polyc.scheduler.legality import (
