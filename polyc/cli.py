@@ -184,7 +184,7 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_without(group) -> None:
-    from polyc.tiling.strategies import STRATEGIES
+    from polyc.strategies import STRATEGIES
     group.add_argument("--without", metavar="STRATEGY[,...]", type=parse_names,
                        help=f"leave these tiling strategies out ({', '.join(STRATEGIES)}; "
                             "all on by default)")

@@ -49,10 +49,10 @@ from polyc.scop.expand import expand_scalars
 from polyc.scop.model import Scop
 from polyc.scop.params import bind_parameters, check_values
 from polyc.scop.split import split_index_sets
+from polyc.strategies import checked as checked_strategies
 from polyc.tiling import tile
 from polyc.tiling.microkernel import Blocking, as_blocking
 from polyc.tiling.parallel import parallelize
-from polyc.tiling.strategies import checked as checked_strategies
 
 if TYPE_CHECKING:
     from polyc.runtime.native import NativeProgram
@@ -86,7 +86,7 @@ class Options:
     expand: bool = True  # expand scratch scalars over the loops around them (scop.expand)
     # innermost loops that carry nothing tell LLVM so (llvm.loop.parallel_accesses)
     parallel_hints: bool = True
-    # tiling strategies left out (polyc.tiling.strategies: recipe, diamond, wavefront..)
+    # tiling strategies left out (polyc.strategies: recipe, diamond, wavefront..)
     without: tuple[str, ...] = ()
 
     def __post_init__(self):
@@ -407,7 +407,7 @@ def build(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool =
     models until it is tested on them; nor do models get :mod:`polyc.codegen.ast`'s
     parallel-loop hints, whose cost on large models is unmeasured), ``expand=True``
     expands scratch scalars (:mod:`polyc.scop.expand`; models have none); ``without``
-    names tiling strategies to leave out (:mod:`polyc.tiling.strategies`: ``recipe``,
+    names tiling strategies to leave out (:mod:`polyc.strategies`: ``recipe``,
     ``diamond``, ``wavefront``, ``distribute``, ``reorder``, ``inward``); ``cache``
     (default: on unless ``POLYC_CACHE=0``) reads and writes the compile cache
     (:mod:`polyc.cache`): a model compiled before with the same options loads without

@@ -9,7 +9,7 @@ from polyc.cli import main
 from polyc.errors import PolycError
 from polyc.scheduler import check_legality
 from polyc.scop.polybench import KERNELS
-from polyc.tiling.strategies import STRATEGIES
+from polyc.strategies import STRATEGIES
 
 STENCIL = ("jacobi-1d", {"T": 20, "N": 3000})
 

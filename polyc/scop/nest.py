@@ -146,7 +146,7 @@ class LoopNest:
         fastest of several schedules (:mod:`polyc.autoselect`); ``split=False`` keeps
         statements whole (:mod:`polyc.scop.split`), ``expand=False`` scratch scalars
         scalar (:mod:`polyc.scop.expand`); ``without`` names tiling strategies to leave
-        out (:mod:`polyc.tiling.strategies`)."""
+        out (:mod:`polyc.strategies`)."""
         from polyc.pipeline import compile_scop
         return compile_scop(self.scop(), params=params, symbolic=symbolic,
                             scheduler=scheduler, fuse=fuse,

@@ -54,7 +54,7 @@ def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
     or ONNX node names to values (:mod:`polyc.tiling.overrides`); ``parallel`` (the
     code will run on several threads) shapes the contraction blocks for them;
     ``enabled=False`` keeps everything as is; ``without`` names strategies to leave
-    out (:mod:`polyc.tiling.strategies`)."""
+    out (:mod:`polyc.strategies`)."""
     sizes = per_statement(size, scop, "tile_size", tile_sizes)
     blockings = per_statement(blocking, scop, "blocking", as_blocking)
     if not enabled:

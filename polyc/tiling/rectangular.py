@@ -78,7 +78,7 @@ def tile_bands(scop: Scop, schedule: isl.Schedule, sizes: Lookup | int | None = 
     names)`` fixes a band's sizes (an int for every member, or one per member) or is
     None for the model's (:mod:`polyc.tiling.overrides`); an int or None instead applies
     to every band; ``without`` names strategies to leave out
-    (:mod:`polyc.tiling.strategies`: ``diamond`` keeps stencil tiles parallelograms;
+    (:mod:`polyc.strategies`: ``diamond`` keeps stencil tiles parallelograms;
     ``wavefront``, ``distribute``, ``reorder``)."""
     if not callable(sizes):
         sizes = per_statement(sizes, scop, "tile_size", tile_sizes)

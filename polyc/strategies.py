@@ -1,7 +1,8 @@
 """The automatic tiling's strategies, each one a switch: ``without=("diamond",)`` (the
 ``without`` option of ``compile``, ``build`` and ``Schedule.compile``; ``--without``
 on the command line) turns the named ones off, so each one's effect can be measured
-alone (``polyc tune`` and the README's reproductions do).
+alone (``polyc tune`` and the README's reproductions do). A bottom module (only
+polyc.errors): the command line names the strategies without importing isl.
 """
 
 from __future__ import annotations
