@@ -602,9 +602,11 @@ class CompiledModel:
     def outputs(self):
         return self.loaded()._jit.outputs
 
-    def run(self, inputs: Mapping[str, Any]) -> dict:
-        """Run on ``{input name: numpy array}``; returns ``{output name: array}``."""
-        return self.loaded()._jit.run(inputs)
+    def run(self, inputs: Mapping[str, Any], out: Mapping[str, Any] | None = None) -> dict:
+        """Run on ``{input name: numpy array}``; returns ``{output name: array}``.
+        ``out`` gives buffers to write outputs into, without allocation or copy (a loop
+        nest's arrays then update in place): :meth:`polyc.runtime.abi.Runner.run`."""
+        return self.loaded()._jit.run(inputs, out)
 
     def save(self, path) -> None:
         """Write an ahead-of-time shared library that loads with numpy and ctypes only:

@@ -29,7 +29,7 @@ An output may carry ``"init"``: its buffer is then read and written in place (th
 arrays of a loop nest). ``"given"``: the caller must pass its initial value, which is
 copied; ``"zeros"``: copied if passed, zeros otherwise. Outputs without ``"init"``
 (every ONNX output) start uninitialised and cannot be passed. Caller arrays are never
-modified.
+modified, but the buffers a call is given for its outputs (``run(inputs, out=...)``).
 
 ``"host"`` and ``"results"`` (optional): ops the runtime runs after the call on the
 inputs and outputs (NonMaxSuppression, Unique, Compress: their output lengths depend on
@@ -197,6 +197,30 @@ def check_array(spec: TensorSpec, array) -> np.ndarray:
     return array
 
 
+def _check_buffer(spec: TensorSpec, buffer) -> None:
+    """``InputError`` unless ``buffer`` can take output ``spec``: its shape and dtype,
+    C order, writeable."""
+    if not isinstance(buffer, np.ndarray):
+        raise InputError(f"out '{spec.name}' is a {type(buffer).__name__}, expected a numpy "
+                         f"array ({spec})")
+    if buffer.dtype != spec.dtype or buffer.shape != spec.shape:
+        raise InputError(f"out '{spec.name}' is {buffer.dtype}{list(buffer.shape)}, expected "
+                         f"{spec}")
+    if not buffer.flags.c_contiguous or not buffer.flags.writeable:
+        raise InputError(f"out '{spec.name}' must be a writeable C-contiguous array")
+
+
+def _check_apart(inputs: list[np.ndarray], outputs: list[np.ndarray], names: list[str]
+                 ) -> None:
+    """``InputError`` when an output buffer shares memory with an input or another
+    output (the code would read what it overwrites)."""
+    for k, buffer in enumerate(outputs):
+        for other in [*inputs, *outputs[k + 1:]]:
+            if buffer.size and other.size and np.shares_memory(buffer, other):
+                raise InputError(f"out '{names[k]}' shares memory with another input or "
+                                 "output array")
+
+
 def data_address(array: np.ndarray) -> int:
     """The address of a C-contiguous ``array``'s first element: through a ctypes view
     of its buffer (0.37 us), else (read-only or empty) ``array.ctypes.data`` (1.7 us,
@@ -331,8 +355,19 @@ class Runner:
         self._host = bool(manifest.get("host"))
         self._unused_refs = [_LIST_REFS] * len(self.outputs)
 
-    def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Check ``inputs``, run the compiled code, return fresh outputs in graph order."""
+    def run(self, inputs: Mapping[str, np.ndarray],
+            out: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+        """Check ``inputs``, run the compiled code, return fresh outputs in graph order.
+
+        ``out`` (``{output name: array}``) gives buffers the code writes into instead:
+        no allocation and no copy for those outputs, which the call returns. An output
+        read and written in place (a loop nest's array) starts from what its buffer
+        holds, unless the inputs give it too (then that value is copied in); so a nest
+        whose arrays are all in ``out`` runs on them in place, without a copy. Buffers
+        must match the output (shape, dtype, C order), be writeable and share no
+        memory with an input or another buffer."""
+        if out is not None:
+            return self._run_into(inputs, out)
         if self._quick is not None:
             addresses = _quick_addresses(self._quick, inputs)
             if addresses is not None:
@@ -360,6 +395,52 @@ class Runner:
         self._function(*map(data_address, arrays + outputs),
                        self._scratch_address(arguments), *arguments)
         return self._results(given, dict(zip(self._output_names, outputs)))
+
+    def _run_into(self, inputs: Mapping, out: Mapping) -> dict[str, np.ndarray]:
+        """:meth:`run` with the buffers ``out`` for some outputs."""
+        if not isinstance(out, Mapping):
+            raise InputError(f"out must be a dict of output name -> numpy array, got "
+                             f"{type(out).__name__}")
+        names = {spec.name for spec in self.outputs}
+        unknown = [name for name in out if name not in names]
+        if unknown:
+            raise InputError(f"out names {', '.join(map(repr, unknown))}, not an output; "
+                             f"the outputs are {signature(self.outputs)}")
+        # an output in place given only in out starts from its buffer: not missing
+        initial = {name: array for name, array in out.items()
+                   if name in self._optional or any(s.name == name and s.init
+                                                    for s in self.outputs)}
+        given = dict(inputs) if isinstance(inputs, Mapping) else inputs
+        if isinstance(given, dict):
+            for name, array in initial.items():
+                given.setdefault(name, array)
+        values: dict[str, int] = {}
+        accepted = self._accepted
+        if self.params and isinstance(given, Mapping):
+            values = bind_params(self.params, accepted, [given.get(s.name) for s in accepted])
+            accepted = tuple(spec.bound(values) for spec in accepted)
+        checked = check_arrays(accepted, given, self._optional)
+        arrays = dict(zip((spec.name for spec in accepted), checked))
+        outputs = []
+        kept = self._per_thread.__dict__.setdefault("outputs", {})
+        for spec in self.outputs:
+            spec = spec.bound(values) if values else spec
+            buffer = out.get(spec.name)
+            if buffer is None:
+                outputs.append(_output_buffer(spec, arrays.get(spec.name), kept))
+                continue
+            _check_buffer(spec, buffer)
+            source = arrays.get(spec.name)
+            if spec.init and source is not None and source is not buffer:
+                np.copyto(buffer, source)
+            outputs.append(buffer)
+        _check_apart([a for name, a in arrays.items() if name not in out
+                      and a is not None], outputs, [s.name for s in self.outputs])
+        inputs_ = [arrays[spec.name] for spec in self.inputs]
+        arguments = [values[p] for p in self.params]
+        self._function(*map(data_address, inputs_ + outputs),
+                       self._scratch_address(arguments), *arguments)
+        return self._results(arrays, dict(zip(self._output_names, outputs)))
 
     def _results(self, inputs: Mapping, outputs: dict[str, np.ndarray]
                  ) -> dict[str, np.ndarray]:

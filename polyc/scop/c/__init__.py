@@ -101,14 +101,15 @@ class _ScalarsAccepted:
     def __init__(self, compiled, arrays):
         self._compiled, self._arrays = compiled, arrays
 
-    def run(self, inputs: Mapping[str, object]) -> dict[str, np.ndarray]:
+    def run(self, inputs: Mapping[str, object], out: Mapping[str, np.ndarray] | None = None
+            ) -> dict[str, np.ndarray]:
         given = {}
         for name, value in inputs.items():
             dtype_shape = self._arrays.get(name)
             if dtype_shape is not None and dtype_shape[1] == () and np.isscalar(value):
                 value = np.array(value, dtype=dtype_shape[0])
             given[name] = value
-        return self._compiled.run(given)
+        return self._compiled.run(given, out)
 
     def __getattr__(self, name):
         return getattr(self._compiled, name)
