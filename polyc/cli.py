@@ -190,6 +190,14 @@ def add_without(group) -> None:
                             "all on by default)")
 
 
+def add_trace_options(parser) -> None:
+    parser.add_argument("--trace-in", metavar="TRACE.json",
+                        help="compile as the trace says (polyc.Trace: the schedule it "
+                             "recorded, its steps and compile options; --threads overrides)")
+    parser.add_argument("--trace-out", metavar="TRACE.json",
+                        help="write the compile's trace, to replay it with --trace-in")
+
+
 def add_input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", metavar="NAME=FILE.npy", action="append", default=[],
                         help="input NAME read from a .npy file (repeatable)")
@@ -228,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="check (or not) every schedule's legality while compiling "
                           "(default: the pipeline's)")
     sub.add_argument("--report", action="store_true", help="print the compilation report too")
+    add_trace_options(sub)
 
     sub = command("run", run_command, "run a model or artifact once and show its outputs",
                   ["polyc run mlp.so --input x=examples/mlp_input.npy",
@@ -295,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "for these parameter values, the original loops for others): a "
                           "shared library, or an object file to link in place of the "
                           "original")
+    add_trace_options(sub)
     shown = sub.add_mutually_exclusive_group()
     shown.add_argument("--emit-c", action="store_true",
                        help="print the transformed loops as C (isl's printer; each "
@@ -446,13 +456,47 @@ def load_npy(name: str, file: str) -> np.ndarray:
 def compile_command(args) -> None:
     output = Path(args.output) if args.output else Path(Path(args.model).stem + ".so")
     check_target(output, reads=[args.model])  # before compiling
+    trace_out = _trace_target(args, reads=[args.model, output])
     clock = time.perf_counter()
-    compiled = compile_onnx(args.model, args, load=False)
+    if args.trace_in:
+        if not Path(args.model).is_file():
+            raise ModelError(f"no such model file: {args.model}")
+        compiled = _traced(args, args.model)
+    else:
+        compiled = compile_onnx(args.model, args, load=False)
     compiled.save(output)
+    _write_trace(trace_out, compiled)
     cached = " (from the compile cache)" if compiled.cached else ""
     print(f"wrote {output} in {time.perf_counter() - clock:.2f} s{cached}")
     if args.report:
         print(compiled.report())
+
+
+def _trace_target(args, reads) -> Path | None:
+    """``--trace-out``'s path, checked before compiling (not an input, not the
+    artifact)."""
+    if not getattr(args, "trace_out", None):
+        return None
+    path = Path(args.trace_out)
+    check_target(path, reads=[*reads, *([args.trace_in] if args.trace_in else [])])
+    return path
+
+
+def _traced(args, nest):
+    """``nest`` compiled as ``--trace-in`` says; ``--threads`` overrides its threads."""
+    from polyc.steer import Trace
+    overrides = {"threads": args.threads} if args.threads is not None else {}
+    return Trace.load(args.trace_in).compiled(nest, **overrides)
+
+
+def _write_trace(path: Path | None, compiled) -> None:
+    if path is None:
+        return
+    from polyc.steer import trace_of
+    trace = trace_of(compiled.compilation)
+    with replacing(path) as partial:
+        trace.save(partial)
+    print(f"wrote {path} (the compile's trace)")
 
 
 def run_command(args) -> None:
@@ -549,15 +593,25 @@ def cc_command(args) -> None:
     if args.autoselect is not None:
         options["autoselect"] = None if args.autoselect == "off" else args.autoselect
     if args.output:
-        from polyc.runtime.c_library import c_library
-        clock = time.perf_counter()
-        path = c_library(kernel, args.output, params=dict(args.param) or None,
-                         reads=[args.source], **_given(options))
+        check_target(args.output, reads=[args.source])  # before compiling
+    trace_out = _trace_target(args, reads=[args.source, *filter(None, [args.output])])
+    clock = time.perf_counter()
+    if args.trace_in:
+        from polyc.steer import Trace
+        values = kernel.values(Trace.load(args.trace_in).start.get("params"))
+        compiled = _traced(args, kernel)
+    else:
+        values = kernel.values(dict(args.param) or None)
+        compiled = kernel.compile(params=values, **_given(options))
+    _write_trace(trace_out, compiled)
+    if args.output:
+        from polyc.runtime.c_library import write_c_library
+        path = write_c_library(kernel, compiled.native, values, args.output,
+                               reads=[args.source])
         print(f"wrote {path} ({kernel.name}, parameters "
-              f"{', '.join(f'{k}={v}' for k, v in kernel.values(dict(args.param) or None).items())}"
+              f"{', '.join(f'{k}={v}' for k, v in values.items())}"
               f") in {time.perf_counter() - clock:.2f} s")
         return
-    compiled = kernel.compile(params=dict(args.param) or None, **_given(options))
     if args.emit_c:
         from polyc.codegen.c_text import c_text
         scalars = {name for name, (_, shape) in kernel.arrays.items() if shape == ()}
@@ -570,7 +624,6 @@ def cc_command(args) -> None:
     if args.inspect:
         print(compiled.inspect())
         return
-    values = kernel.values(dict(args.param) or None)
     print(f"{kernel.name} in {kernel.file}: {len(kernel.statements)} statements, "
           f"parameters {', '.join(f'{k}={v}' for k, v in values.items()) or 'none'}")
     for s in kernel.statements:

@@ -133,6 +133,9 @@ class Compilation:
     times: tuple[tuple[str, float], ...] = field(default=())
     graph: Graph | None = None
     profile: tuple[dict, ...] = ()  # per timed part, with options.profile
+    # the schedule tiling started from (the autoselected one's), for traces
+    # (polyc.steer.trace_of): isl's text
+    untiled: str = ""
 
     @property
     def program(self) -> LoopProgram:
@@ -279,6 +282,7 @@ def lower_schedule(scop: Scop, groups: FusionGroups, scheduled: ScheduleResult,
         scheduled, tiled, chosen = stages.run("select", modelled, unbound, scop, groups,
                                               scheduled, options)
         options = replace(options, tile=tiled)
+    untiled = str(scheduled.schedule)
     try:
         scop, scheduled, in_place, program = _loops(scop, scheduled, options, stages, chosen)
     except OverBudget as err:
@@ -291,6 +295,7 @@ def lower_schedule(scop: Scop, groups: FusionGroups, scheduled: ScheduleResult,
                                                         replace(options, tile=False), stages)
         except OverBudget as again:
             raise ResourceError(f"{again}, tiled or not") from None
+        options = replace(options, tile=False)
     if isinstance(program, Apart):
         memory = storage(in_place)
         plan = stages.run("buffers", plan_for_parts, scop, program.part_arrays,
@@ -304,7 +309,7 @@ def lower_schedule(scop: Scop, groups: FusionGroups, scheduled: ScheduleResult,
     config.log_section(config.LLVM, "LLVM IR (before optimisation)", llvm_ir)
     timed = _profile_parts(scop, program) if options.profile else ()
     return Compilation(options, scop, groups, scheduled, program, plan, llvm_ir,
-                       tuple(stages.times), profile=timed)
+                       tuple(stages.times), profile=timed, untiled=untiled)
 
 
 def _loops(scop: Scop, scheduled: ScheduleResult, options: Options, stages: _Stages,

@@ -63,6 +63,7 @@ class Trace:
     initial: str  # the scheduler's tree, isl's text
     steps: list[dict[str, Any]] = field(default_factory=list)
     final: str = ""  # the tree after the steps
+    compile: dict[str, Any] = field(default_factory=dict)  # Schedule.compile's options
 
     def __str__(self) -> str:
         options = ", ".join(f"{k}={v!r}" for k, v in self.start.items())
@@ -70,11 +71,14 @@ class Trace:
         for step in self.steps:
             args = ", ".join(f"{k}={_plain(v)!r}" for k, v in step.items() if k != "op")
             lines.append(f"  .{step['op']}({args})")
+        if self.compile:
+            options = ", ".join(f"{k}={v!r}" for k, v in self.compile.items())
+            lines.append(f"  .compile({options})")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
         return {"version": TRACE_VERSION, "start": self.start, "initial": self.initial,
-                "steps": self.steps, "final": self.final}
+                "steps": self.steps, "final": self.final, "compile": self.compile}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Trace":
@@ -83,7 +87,8 @@ class Trace:
                              f"{str(data)[:80]}")
         try:
             return cls(dict(data["start"]), str(data["initial"]),
-                       [dict(step) for step in data["steps"]], str(data.get("final", "")))
+                       [dict(step) for step in data["steps"]], str(data.get("final", "")),
+                       dict(data.get("compile") or {}))
         except (KeyError, TypeError, ValueError) as error:
             raise PolycError(f"a schedule trace needs start, initial and steps: {error}"
                              ) from None
@@ -123,6 +128,12 @@ class Trace:
                              "(was the nest changed?)")
         return schedule
 
+    def compiled(self, nest, **overrides):
+        """:meth:`replay` on ``nest``, compiled with the options the trace recorded
+        (``overrides`` replace some: ``threads=2``)."""
+        options = {k: _argument(v) for k, v in self.compile.items()}
+        return self.replay(nest).compile(**{**options, **overrides})
+
 
 class Schedule:
     """A loop nest's schedule to steer by hand; see the module's docstring.
@@ -135,20 +146,41 @@ class Schedule:
 
     def __init__(self, nest, *, params: Mapping[str, int] | None = None,
                  symbolic: Sequence[str] | None = None, scheduler: str = "pluto",
-                 fuse: str = "smart", split: bool = True, expand: bool = True,
+                 fuse: str = "smart", split: bool | None = None, expand: bool | None = None,
+                 shapes: Mapping[str, Sequence[int]] | None = None,
+                 dims: Mapping[str, int] | None = None, winograd: str | None = None,
                  _initial: str | None = None):
         from polyc.pipeline import Options, _Stages, schedule_scop
         from polyc.scop.params import check_values
-        if hasattr(nest, "values") and hasattr(nest, "nest"):  # a C kernel
-            params = nest.values(params)
-        scop = nest.scop(params) if hasattr(nest, "values") else (
-            nest.scop() if hasattr(nest, "scop") else nest)
         symbolic = tuple(symbolic or ())
-        values = check_values(scop, params, symbolic)
-        self.start = {"params": dict(values), "symbolic": list(symbolic),
-                      "scheduler": scheduler, "fuse": fuse, "split": split, "expand": expand}
-        self._options = Options(scheduler, fuse, params=values or None,
-                                symbolic=symbolic or None, split=split, expand=expand)
+        self._graph = self._source = None
+        if _is_model(nest):
+            scop = self._model_scop(nest, symbolic, shapes, dims, winograd)
+            split, expand = bool(split), bool(expand)  # (off for models, as compile has)
+            self.start = {"symbolic": list(symbolic), "scheduler": scheduler, "fuse": fuse,
+                          "split": split, "expand": expand,
+                          "shapes": {k: list(v) for k, v in (shapes or {}).items()},
+                          "dims": dict(dims or {}), "winograd": self._winograd}
+            self._options = Options(scheduler, fuse, symbolic=self._graph.params or None,
+                                    split=split, expand=expand, parallel_hints=False,
+                                    shapes=self.start["shapes"] or None,
+                                    dims=self.start["dims"] or None, winograd=self._winograd)
+        else:
+            if shapes or dims or winograd:
+                raise PolycError("shapes, dims and winograd are options of ONNX models, not "
+                                 "of loop nests")
+            if hasattr(nest, "values") and hasattr(nest, "nest"):  # a C kernel
+                params = nest.values(params)
+            scop = nest.scop(params) if hasattr(nest, "values") else (
+                nest.scop() if hasattr(nest, "scop") else nest)
+            values = check_values(scop, params, symbolic)
+            split = True if split is None else split
+            expand = True if expand is None else expand
+            self.start = {"params": dict(values), "symbolic": list(symbolic),
+                          "scheduler": scheduler, "fuse": fuse, "split": split,
+                          "expand": expand}
+            self._options = Options(scheduler, fuse, params=values or None,
+                                    symbolic=symbolic or None, split=split, expand=expand)
         self.scop, self._groups, result = schedule_scop(scop, self._options, _Stages())
         self.decisions = result.decisions
         if _initial is not None and _initial != str(result.schedule):
@@ -158,6 +190,17 @@ class Schedule:
                                "scheduler gives another one now)",)
         self.tree: isl.Schedule = result.schedule
         self._trace = Trace(dict(self.start), str(self.tree))
+
+    def _model_scop(self, model, symbolic, shapes, dims, winograd):
+        """An ONNX model's SCoP, through the frontend as ``polyc.compile`` runs it."""
+        from polyc.frontend import import_model
+        from polyc.frontend.ops.winograd import DEFAULT
+        from polyc.scop.build import build_scop
+        self._winograd = winograd or DEFAULT
+        self._graph = import_model(model, shapes=shapes, dims=dims,
+                                   symbolic=symbolic or None, winograd=self._winograd)
+        self._source = model
+        return build_scop(self._graph)
 
     # -- looking -------------------------------------------------------------------
 
@@ -313,20 +356,32 @@ class Schedule:
     # -- compiling -----------------------------------------------------------------
 
     def compile(self, *, threads: int | None = None, tile: bool = False, fast_math: bool = True,
-                check: bool = True, profile: bool = False, without: Sequence[str] = ()):
+                check: bool = True, profile: bool = False, without: Sequence[str] = (),
+                tile_size: int | Sequence[int] | None = None):
         """Native code for the schedule as steered (a :class:`~polyc.pipeline.
         CompiledModel`, whose ``run`` returns every array's final value); ``tile=True``
         runs polyc's automatic tiling on it too (``without`` as for ``compile``);
         ``threads`` as for ``compile`` (None: OpenMP's default; 1: serial code, the
         parallel marks ignored)."""
         from polyc.pipeline import CompiledModel, _Stages, lower_schedule, native_code
+        size = tuple(tile_size) if isinstance(tile_size, (list, tuple)) else tile_size
         options = replace(self._options, tile=tile, threads=threads, fast_math=fast_math,
-                          check=check, profile=bool(profile), without=tuple(without))
-        notes = tuple(f"steered: {line.strip()}" for line in str(self.trace).splitlines()[1:])
+                          check=check, profile=bool(profile), without=tuple(without),
+                          tile_size=size)
+        self._trace.compile = {"tile": tile, "tile_size": _plain(tile_size),
+                               "without": list(without), "threads": threads,
+                               "fast_math": fast_math}
+        notes = tuple(f"steered: {line.strip()}" for line in str(self.trace).splitlines()[1:]
+                      if not line.strip().startswith(".compile("))
         result = ScheduleResult(self._options.scheduler, self.tree,
                                 self.decisions + notes)
         compilation = lower_schedule(self.scop, self._groups, result, options, _Stages())
-        return CompiledModel(native_code(compilation), compilation).loaded()
+        if self._graph is None:
+            return CompiledModel(native_code(compilation), compilation).loaded()
+        shown = replace(options, symbolic=tuple(self.start["symbolic"]) or None)
+        compilation = replace(compilation, graph=self._graph, options=shown)
+        source = self._source if not _is_proto(self._source) else None
+        return CompiledModel(native_code(compilation), compilation, source=source).loaded()
 
     # -- the machinery -------------------------------------------------------------
 
@@ -379,6 +434,41 @@ class Schedule:
         self.tree = tree
         self._trace.steps.append({"op": op, "band": _plain(band), **_plain(args)})
         return self
+
+
+def trace_of(compilation, nest=None) -> Trace:
+    """The trace of an automatic compile (a loop nest's, a C kernel's or an ONNX
+    model's :class:`~polyc.pipeline.Compilation`): its first stages' options, the
+    schedule tiling started from (the autoselected one, if any) and the options of
+    the rest, so that :meth:`Trace.compiled` redoes the compile, the same tree and the
+    same code on the same host."""
+    options = compilation.options
+    if options.blocking is not None or isinstance(options.tile_size, Mapping):
+        raise PolycError("a trace records tile sizes for every band only, not blocking "
+                         "or sizes per statement")
+    start = {"symbolic": list(options.symbolic or ()),
+             "scheduler": compilation.schedule.scheduler, "fuse": options.fuse,
+             "split": options.split, "expand": options.expand}
+    if compilation.graph is not None:
+        start.update(shapes={k: list(v) for k, v in (options.shapes or {}).items()},
+                     dims=dict(options.dims or {}), winograd=options.winograd)
+    else:
+        start = {"params": dict(options.params or {}), **start}
+    return Trace(start, compilation.untiled, [], compilation.untiled,
+                 {"tile": options.tile, "tile_size": _plain(options.tile_size),
+                  "without": list(options.without), "threads": options.threads,
+                  "fast_math": options.fast_math})
+
+
+def _is_model(nest) -> bool:
+    """An ONNX model: a path to an .onnx file, its bytes, or a ModelProto."""
+    if isinstance(nest, (str, Path)):
+        return str(nest).lower().endswith(".onnx")
+    return isinstance(nest, bytes) or _is_proto(nest)
+
+
+def _is_proto(nest) -> bool:
+    return type(nest).__name__ == "ModelProto"
 
 
 PRIMITIVES = ("interchange", "permute", "skew", "shift", "reverse", "tile", "diamond",

@@ -13,7 +13,9 @@
    and its speed-up over the baseline's median.
 
 :mod:`polyc.tuner.results` writes the points as JSON and CSV, plots them and saves the
-best point's options.
+best point's options and its trace (:func:`polyc.steer.trace_of`), which
+``polyc compile --trace-in`` / ``polyc cc --trace-in`` (or ``polyc.Trace.load(path)
+.compiled(nest)``) compile again.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from polyc.errors import PolycError
+from polyc.steer import trace_of
 from polyc.tuner.targets import Target
 
 BASELINE = "original"
@@ -39,6 +42,7 @@ class Point:
     compile_s: float | None = None
     error: str | None = None  # did not compile, or computed something else
     times: list[float] = field(default_factory=list)
+    trace: dict[str, Any] | None = None  # polyc.steer.trace_of the point's compile, JSON
 
     @property
     def median(self) -> float | None:
@@ -139,6 +143,10 @@ def _compile_one(target: Target, point: Point):
     if wrong is not None:
         point.error = f"wrong result: {wrong}"
         return None
+    try:
+        point.trace = trace_of(compiled.compilation).to_json()
+    except PolycError:  # (sizes per statement: not a trace yet)
+        point.trace = None
     return compiled
 
 

@@ -1,7 +1,8 @@
 """A tuning run's results: a table on the terminal, JSON and CSV of every point, two
 plots (every point's median time with its fastest and slowest call; time against tile
-size per strategy) and the best point's options as JSON (``best.json``: the options
-to compile the target with, its median and speed-up)."""
+size per strategy), the best point's options as JSON (``best.json``: the options to
+compile the target with, its median and speed-up) and its trace
+(``best.trace.json``: ``polyc compile --trace-in``, ``polyc cc --trace-in``)."""
 
 from __future__ import annotations
 
@@ -65,6 +66,9 @@ def write(folder: Path, chosen: list[Point], meta: dict[str, Any]) -> list[Path]
                                           "options": winner.options,
                                           "median_s": row["median_s"],
                                           "speedup": row["speedup"]}, indent=1) + "\n")
+    if winner is not None and winner.trace is not None:
+        written.append(folder / "best.trace.json")
+        _replace(written[-1], json.dumps(winner.trace, indent=1) + "\n")
     written += plot(folder, found, meta)
     return written
 
