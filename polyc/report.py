@@ -31,7 +31,29 @@ def compile_report(compilation, native_times, *, cached: bool = False) -> str:
     times = ([] if cached else list(compilation.times)) + list(native_times)
     lines += [f"  {name:<14}{seconds * 1e3:>10.2f}" for name, seconds in times]
     lines.append(f"  {'total':<14}{sum(s for _, s in times) * 1e3:>10.2f}")
+    if not cached:
+        lines += _schedule_lines(compilation)
     return "\n".join(lines)
+
+
+# statements whose schedule the report shows in Pluto's notation (inspect() shows all)
+SHOWN_STATEMENTS = 40
+
+
+def _schedule_lines(compilation) -> list[str]:
+    """The fusion groups' and the schedule's decisions, then each statement's schedule
+    in Pluto's notation (the first :data:`SHOWN_STATEMENTS`)."""
+    schedule = str(compilation.schedule).splitlines()
+    decisions = [line for line in schedule if line.startswith(("scheduler:", "  "))]
+    notation = [line for line in schedule if line.startswith("T(")]
+    lines = ["  fusion groups:", *(f"    {g}" for g in str(compilation.groups).splitlines())]
+    lines += [f"  {decisions[0]}" if decisions else "  schedule:",
+              *(f"  {d}" for d in decisions[1:])]
+    lines += [f"  {row}" for row in notation[:SHOWN_STATEMENTS]]
+    if len(notation) > SHOWN_STATEMENTS:
+        lines.append(f"  ... {len(notation) - SHOWN_STATEMENTS} more statements "
+                     "(inspect() shows every one)")
+    return lines
 
 
 def _scratch(plan) -> str:

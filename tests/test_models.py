@@ -93,8 +93,11 @@ def test_model_matches_onnxruntime(name, scheduler, policy):
         np.testing.assert_allclose(actual[key], value, rtol=RTOL, atol=ATOL, err_msg=key)
 
 
-def test_report_lists_every_stage_and_counts():
-    report = polyc.compile(mlp()).report()
+def test_report_lists_every_stage_counts_and_schedules():
+    report = polyc.compile(mlp(), cache=False).report()
+    assert "  fusion groups:\n    G0: S0_gemm_init, S1_gemm_update" in report
+    assert "  scheduler: pluto\n" in report and "    tiling: band of S1_gemm_update" in report
+    assert "\n  T(S1_gemm_update): (" in report  # every statement in Pluto's notation
     for stage in ("frontend", "scop", "dependences", "fusion", "schedule", "legality",
                   "tiling", "ast", "llvm", "optimize", "object", "load", "total"):
         assert f"  {stage} " in report
