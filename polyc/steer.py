@@ -330,6 +330,20 @@ class Schedule:
         return self._rewrite("wavefront", band, {},
                              lambda found: transform.skew(found, 0, 1, 1))
 
+    def unroll_jam(self, band: Band, member: int, factor: int) -> "Schedule":
+        """Unroll ``member``'s loop by ``factor`` and jam the copies into the innermost
+        loop: the member is strip-mined, its strip moved innermost and unrolled in the
+        generated code (isl's unroll), so ``factor`` iterations of it share each pass
+        of the loops inside. ``unroll_jam("S2", 0, 4)`` on matmul's ``(i, j, k)``:
+        ``(floor(i/4), j, k, i mod 4)``. Refused when moving the strip inward runs a
+        dependence backward."""
+        node = self._band(band)
+        changed = transform.replace(self.scop, node, transform.strip(node, member, factor))
+        last = changed.band_n_member() - 1
+        changed = changed.band_member_set_ast_loop_type(last, isl.ast_loop_type.unroll)
+        return self._keep("unroll_jam", band, dict(member=member, factor=factor),
+                          changed.get_schedule())
+
     def parallel(self, band: Band, member: int = 0) -> "Schedule":
         """Run ``member``'s loop on threads: the band is split so that the member is a
         band of its own under a ``parallel`` mark (its loop's iterations are dealt out
@@ -472,7 +486,7 @@ def _is_proto(nest) -> bool:
 
 
 PRIMITIVES = ("interchange", "permute", "skew", "shift", "reverse", "tile", "diamond",
-              "wavefront", "parallel")
+              "wavefront", "unroll_jam", "parallel")
 
 
 def _name(band: Band) -> str:

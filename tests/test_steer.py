@@ -118,6 +118,28 @@ def test_diamonds_need_a_stencil_band():
         original("matmul").parallel("S2", 1).wavefront(("S2", 1))
 
 
+def test_unroll_and_jam_of_matmuls_rows():
+    params = {"M": 37, "N": 29, "K": 23}  # 37 rows: a partial strip of 1
+    s = original("matmul", params)
+    s.unroll_jam("S2", 0, 4)
+    assert pluto_text(s)[1] == "T(S2): (1, i/4, j, k, (i) mod 4)"
+    assert s.bands()[1]["flags"] == "ppsp"
+    compiled = s.compile(threads=1)
+    loops = str(compiled.compilation.program)
+    assert "S2(4 * c0, c1, c2);" in loops and "S2(4 * c0 + 3, c1, c2);" in loops  # jammed
+    matches_reference("matmul", s, params, threads=1)
+    with pytest.raises(PolycError, match="an unroll factor is 2 or more, got 1"):
+        s.unroll_jam("S1", 0, 1)
+
+
+def test_an_unroll_and_jam_across_a_time_loop_is_refused():
+    s = original("jacobi-1d", JACOBI)
+    with pytest.raises(RefusedError, match=r"unroll_jam band 'S1' \(member=0, factor=4\) "
+                                           r"refused: RAW dependence S2 -> S1 is not "
+                                           r"respected"):
+        s.unroll_jam("S1", 0, 4)
+
+
 def test_tiling_a_band_that_is_not_permutable_is_refused_with_a_witness():
     s = original("jacobi-1d", JACOBI)
     before = str(s)

@@ -124,15 +124,43 @@ def reverse(band: isl.ScheduleNode, member: int) -> list[isl.UnionPwAff]:
     return found
 
 
+def strip(band: isl.ScheduleNode, member: int, factor: int) -> list[isl.UnionPwAff]:
+    """The band's rows with ``member`` strip-mined by ``factor`` and its strip moved
+    innermost: ``(i, j, k)`` -> ``(floor(i/4), j, k, i mod 4)`` for member 0 and 4 (one
+    more row than members)."""
+    found = rows(band)
+    _members(found, member)
+    _integer(factor, "factor")
+    if factor < 2:
+        raise PolycError(f"an unroll factor is 2 or more, got {factor}")
+    value = isl.Val.int_from_si(band.get_ctx(), factor)
+    row = found[member]
+    found[member] = row.scale_down_val(value).floor()
+    return [*found, row.mod_val(value)]
+
+
 def replace(scop: Scop, band: isl.ScheduleNode, new_rows: Sequence[isl.UnionPwAff]
             ) -> isl.ScheduleNode:
-    """``band`` with ``new_rows`` (as many members) and flags recomputed
+    """``band`` with ``new_rows`` (as many members, or more) and flags recomputed
     (:func:`set_flags`)."""
     partial = band.band_get_partial_schedule()
-    for k, row in enumerate(new_rows):
-        partial = partial.set_at(k, row)
+    if len(new_rows) != band.band_n_member():
+        space = partial.get_space().drop_dims(isl.dim_type.set, 0, band.band_n_member()) \
+            .add_dims(isl.dim_type.set, len(new_rows))
+        partial = isl.MultiUnionPwAff.from_union_pw_aff_list(
+            space, _pw_aff_list(band.get_ctx(), new_rows))
+    else:
+        for k, row in enumerate(new_rows):
+            partial = partial.set_at(k, row)
     node = band.delete().insert_partial_schedule(partial)
     return set_flags(scop, node)
+
+
+def _pw_aff_list(ctx: isl.Context, found: Sequence[isl.UnionPwAff]) -> isl.UnionPwAffList:
+    listed = isl.UnionPwAffList.alloc(ctx, len(found))
+    for row in found:
+        listed = listed.add(row)
+    return listed
 
 
 def set_flags(scop: Scop, band: isl.ScheduleNode) -> isl.ScheduleNode:
