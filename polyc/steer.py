@@ -330,6 +330,16 @@ class Schedule:
         return self._rewrite("wavefront", band, {},
                              lambda found: transform.skew(found, 0, 1, 1))
 
+    def distribute(self, band: Band, at: int, order: Sequence[str] = ()) -> "Schedule":
+        """Distribute the band's loops from member ``at`` on over its statements: a row
+        constant per statement goes before member ``at`` (``order`` first, in that
+        order, the rest in program order), so those loops run for one statement after
+        the other. ``distribute("S1", 1)`` on mvt's fused ``(i, j)``: S1 ``(i, 0, j)``,
+        S2 ``(i, 1, j)``. Refused where a dependence would run backward."""
+        order = list(order)
+        return self._rewrite("distribute", band, dict(at=at, order=order),
+                             lambda node: transform.distribute(node, at, order))
+
     def unroll_jam(self, band: Band, member: int, factor: int) -> "Schedule":
         """Unroll ``member``'s loop by ``factor`` and jam the copies into the innermost
         loop: the member is strip-mined, its strip moved innermost and unrolled in the
@@ -486,7 +496,7 @@ def _is_proto(nest) -> bool:
 
 
 PRIMITIVES = ("interchange", "permute", "skew", "shift", "reverse", "tile", "diamond",
-              "wavefront", "unroll_jam", "parallel")
+              "wavefront", "distribute", "unroll_jam", "parallel")
 
 
 def _name(band: Band) -> str:

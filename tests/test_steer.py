@@ -118,6 +118,27 @@ def test_diamonds_need_a_stencil_band():
         original("matmul").parallel("S2", 1).wavefront(("S2", 1))
 
 
+def test_distribute_splits_a_fused_band_statement_by_statement():
+    kernel = KERNELS["mvt"]
+    s = polyc.Schedule(kernel.build(), params=kernel.params)
+    assert pluto_text(s) == ["T(S1): (i, j)", "T(S2): (i, j)"]
+    s.distribute("S1", 1)
+    assert pluto_text(s) == ["T(S1): (i, 0, j)", "T(S2): (i, 1, j)"]
+    matches_reference("mvt", s, kernel.params, threads=1)
+    first = polyc.Schedule(kernel.build(), params=kernel.params).distribute("S1", 0, ["S2"])
+    assert pluto_text(first) == ["T(S1): (1, i, j)", "T(S2): (0, i, j)"]
+    with pytest.raises(PolycError, match=r"an order names the band's statements \(S1, S2\) "
+                                         r"once each, got \['S3'\]"):
+        first.distribute("S1", 0, ["S3"])
+
+
+def test_distributing_a_time_loop_is_refused():
+    s = polyc.Schedule(KERNELS["jacobi-1d"].build(), params=JACOBI)
+    with pytest.raises(RefusedError, match=r"distribute band 'S1' \(at=0, order=\[\]\) "
+                                           r"refused: RAW dependence S2 -> S1"):
+        s.distribute("S1", 0)
+
+
 def test_unroll_and_jam_of_matmuls_rows():
     params = {"M": 37, "N": 29, "K": 23}  # 37 rows: a partial strip of 1
     s = original("matmul", params)

@@ -124,6 +124,29 @@ def reverse(band: isl.ScheduleNode, member: int) -> list[isl.UnionPwAff]:
     return found
 
 
+def distribute(band: isl.ScheduleNode, at: int, order: Sequence[str]
+               ) -> list[isl.UnionPwAff]:
+    """The band's rows with a row that is constant per statement inserted before
+    member ``at`` (``order[k]`` gets k; the band's statements not named come after, in
+    natural order): the loops from ``at`` on run statement by statement, all of one
+    before any of the next, in Pluto's notation ``(t, i)`` -> ``(t, 0, i)`` for S1
+    and ``(t, 1, i)`` for S2."""
+    found = rows(band)
+    if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at <= len(found):
+        raise PolycError(f"distribute before a member 0..{len(found)} of the band, got {at!r}")
+    names = statement_names(band.get_domain())
+    unknown = [name for name in order if name not in names]
+    if unknown or len(set(order)) != len(order):
+        raise PolycError(f"an order names the band's statements "
+                         f"({', '.join(sorted(names, key=natural))}) once each, got "
+                         f"{list(order)}")
+    ranked = [*order, *sorted(names - set(order), key=natural)]
+    row = _constant_on(band, ranked[0], 0)
+    for rank, statement in enumerate(ranked[1:], 1):
+        row = row.add(_constant_on(band, statement, rank))
+    return [*found[:at], row, *found[at:]]
+
+
 def strip(band: isl.ScheduleNode, member: int, factor: int) -> list[isl.UnionPwAff]:
     """The band's rows with ``member`` strip-mined by ``factor`` and its strip moved
     innermost: ``(i, j, k)`` -> ``(floor(i/4), j, k, i mod 4)`` for member 0 and 4 (one
