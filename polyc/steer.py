@@ -340,6 +340,17 @@ class Schedule:
         return self._rewrite("distribute", band, dict(at=at, order=order),
                              lambda node: transform.distribute(node, at, order))
 
+    def fuse(self, band: Band, depth: int | None = None) -> "Schedule":
+        """Fuse ``band`` with its siblings: the first ``depth`` loops (default: as many
+        as each has) of every band right below the same sequence become one band above
+        it, the sequence ordering the statements inside each iteration. On the original
+        loops of the ``fusion`` kernel, ``fuse("S1")``: ``(0, i, j)``, ``(1, i, j)``,
+        ``(2, i)`` -> ``(i, 0, j)``, ``(i, 1, j)``, ``(i, 2)``. Refused where a
+        dependence would run backward."""
+        node = self._band(band)
+        fused = transform.fuse_siblings(self.scop, node, depth)
+        return self._keep("fuse", band, dict(depth=depth), fused.get_schedule())
+
     def unroll_jam(self, band: Band, member: int, factor: int) -> "Schedule":
         """Unroll ``member``'s loop by ``factor`` and jam the copies into the innermost
         loop: the member is strip-mined, its strip moved innermost and unrolled in the
@@ -496,7 +507,7 @@ def _is_proto(nest) -> bool:
 
 
 PRIMITIVES = ("interchange", "permute", "skew", "shift", "reverse", "tile", "diamond",
-              "wavefront", "distribute", "unroll_jam", "parallel")
+              "wavefront", "fuse", "distribute", "unroll_jam", "parallel")
 
 
 def _name(band: Band) -> str:

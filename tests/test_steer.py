@@ -139,6 +139,29 @@ def test_distributing_a_time_loop_is_refused():
         s.distribute("S1", 0)
 
 
+def test_fuse_sibling_loops_of_the_fusion_kernel():
+    kernel = KERNELS["fusion"]
+    s = original("fusion")
+    assert pluto_text(s) == ["T(S1): (0, i, j)", "T(S2): (1, i, j)", "T(S3): (2, i, 0)"]
+    s.fuse("S1")  # as many loops as every sibling has: one
+    assert pluto_text(s) == ["T(S1): (i, 0, j)", "T(S2): (i, 1, j)", "T(S3): (i, 2, 0)"]
+    assert [b["statements"] for b in s.bands()] == [["S1", "S2", "S3"], ["S1"], ["S2"]]
+    matches_reference("fusion", s, kernel.params, threads=1)
+    with pytest.raises(PolycError, match="not right below a sequence"):
+        s.fuse("S1")
+    with pytest.raises(PolycError, match=r"fuse 1..1 loops \(as many as every sibling has\)"):
+        original("fusion").fuse("S1", 2)
+
+
+def test_fusing_products_that_need_each_others_whole_result_is_refused():
+    s = original("2mm")
+    with pytest.raises(RefusedError, match=r"fuse band 'S1' \(depth=2\) refused: RAW "
+                                           r"dependence S2 -> S4 is not respected"):
+        s.fuse("S1", 2)
+    s.fuse("S1", 1)  # the rows i together: legal
+    assert pluto_text(s)[3] == "T(S4): (i, 3, l, j)"
+
+
 def test_unroll_and_jam_of_matmuls_rows():
     params = {"M": 37, "N": 29, "K": 23}  # 37 rows: a partial strip of 1
     s = original("matmul", params)

@@ -147,6 +147,49 @@ def distribute(band: isl.ScheduleNode, at: int, order: Sequence[str]
     return [*found[:at], row, *found[at:]]
 
 
+def fuse_siblings(scop: Scop, band: isl.ScheduleNode, depth: int | None = None
+                  ) -> isl.ScheduleNode:
+    """The first ``depth`` members (default: as many as every sibling has) of ``band``
+    and of every other band right below the same sequence, fused into one band above
+    the sequence, which then orders the statements inside each iteration: in Pluto's
+    notation ``(0, i, j)``, ``(1, i, j)`` -> ``(i, 0, j)``, ``(i, 1, j)``. The fused
+    band, its flags recomputed."""
+    kinds = isl.schedule_node_type
+    parent = band.parent() if band.has_parent() else None
+    sequence = parent.parent() if parent is not None and parent.has_parent() else None
+    if parent is None or parent.get_type() != kinds.filter or sequence is None \
+            or sequence.get_type() not in (kinds.sequence, kinds.set):
+        raise PolycError("the band is not right below a sequence of statements' loops: "
+                         "nothing to fuse it with")
+    count = sequence.n_children()
+    bands = [sequence.child(k).child(0) for k in range(count)]
+    lacking = [k for k, b in enumerate(bands) if b.get_type() != kinds.band]
+    if lacking:
+        names = ", ".join(sorted(statement_names(bands[lacking[0]].get_domain()), key=natural))
+        raise PolycError(f"{names} has no loop at this level to fuse with the others")
+    most = min(b.band_n_member() for b in bands)
+    depth = most if depth is None else depth
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 0 < depth <= most:
+        raise PolycError(f"fuse 1..{most} loops (as many as every sibling has), got {depth!r}")
+    fused = []
+    for member in range(depth):
+        row = rows(bands[0])[member]
+        for other in bands[1:]:
+            row = row.union_add(rows(other)[member])
+        fused.append(row)
+    node = sequence
+    for k in range(count):
+        child = node.child(k).child(0)
+        if child.band_n_member() > depth:
+            child = child.band_split(depth)
+        node = child.delete().parent().parent()
+    first = bands[0].band_get_partial_schedule().get_space()
+    space = first.drop_dims(isl.dim_type.set, depth, bands[0].band_n_member() - depth)
+    partial = isl.MultiUnionPwAff.from_union_pw_aff_list(
+        space, _pw_aff_list(band.get_ctx(), fused))
+    return set_flags(scop, node.insert_partial_schedule(partial))
+
+
 def strip(band: isl.ScheduleNode, member: int, factor: int) -> list[isl.UnionPwAff]:
     """The band's rows with ``member`` strip-mined by ``factor`` and its strip moved
     innermost: ``(i, j, k)`` -> ``(floor(i/4), j, k, i mod 4)`` for member 0 and 4 (one
