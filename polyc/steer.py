@@ -294,6 +294,16 @@ class Schedule:
         tiled = node.band_tile(values)
         return self._keep("tile", band, dict(sizes=sizes), tiled.get_schedule())
 
+    def tile2(self, band: Band, sizes: int | Sequence[int],
+              outer: int | Sequence[int]) -> "Schedule":
+        """Two levels of tiles: ``band`` tiled by ``sizes`` (:meth:`tile`), then its
+        band of tile loops tiled again, ``outer`` tiles of the first level per tile of
+        the second (for L2 around L1): ``tile2("S1", 32, 4)`` on ``(i, j)`` gives
+        ``(i/128, j/128, i/32 mod 4, j/32 mod 4, i mod 32, j mod 32)``. Recorded in the
+        trace as its two tilings."""
+        self.tile(band, sizes)
+        return self.tile(band, outer)
+
     def diamond(self, band: Band, sizes: int | Sequence[int]) -> "Schedule":
         """Diamond tiles (Bandishti et al., SC'12; Pluto's ``--diamond-tile``) of a
         stencil band ``(t, phi_1, ..)``: tiled along a first row that allows concurrent

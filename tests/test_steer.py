@@ -162,6 +162,16 @@ def test_fusing_products_that_need_each_others_whole_result_is_refused():
     assert pluto_text(s)[3] == "T(S4): (i, 3, l, j)"
 
 
+def test_two_levels_of_tiles():
+    params = {"M": 100, "N": 90, "K": 80}
+    s = original("matmul", params).tile2("S2", [8, 8, 8], 4)
+    assert pluto_text(s)[1].startswith("T(S2): (1, i/32, ")
+    assert pluto_text(s)[1].endswith(", (i) mod 8, 7 - (7 + 7j) mod 8, 7 - (7 + 7k) mod 8)")
+    assert [b["flags"] for b in s.bands()[1:]] == ["pps", "pps", "pps"]
+    assert [step["sizes"] for step in s.trace.steps] == [[8, 8, 8], [4, 4, 4]]
+    matches_reference("matmul", s, params, threads=1)
+
+
 def test_unroll_and_jam_of_matmuls_rows():
     params = {"M": 37, "N": 29, "K": 23}  # 37 rows: a partial strip of 1
     s = original("matmul", params)
