@@ -186,7 +186,7 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
 def add_without(group) -> None:
     from polyc.strategies import STRATEGIES
     group.add_argument("--without", metavar="STRATEGY[,...]", type=parse_names,
-                       help=f"leave these tiling strategies out ({', '.join(STRATEGIES)}; "
+                       help=f"leave these strategies out ({', '.join(STRATEGIES)}; "
                             "all on by default)")
 
 

@@ -86,7 +86,7 @@ class Options:
     expand: bool = True  # expand scratch scalars over the loops around them (scop.expand)
     # innermost loops that carry nothing tell LLVM so (llvm.loop.parallel_accesses)
     parallel_hints: bool = True
-    # tiling strategies left out (polyc.strategies: recipe, diamond, wavefront..)
+    # strategies left out (polyc.strategies: inline, recipe, diamond, wavefront..)
     without: tuple[str, ...] = ()
 
     def __post_init__(self):
@@ -255,7 +255,9 @@ def schedule_scop(scop: Scop, options: Options, stages: _Stages
     """The stages up to the scheduler's: the SCoP as scheduled (inlined, with its
     dependences, scalars expanded and statements split), its fusion groups and the
     schedule."""
-    scop, inlined = stages.run("inline", inline_temporaries, scop, policy=options.fuse)
+    inlined = ()
+    if "inline" not in options.without:
+        scop, inlined = stages.run("inline", inline_temporaries, scop, policy=options.fuse)
     scop = stages.run("dependences", compute_dependences, scop)
     if options.expand:
         scop = stages.run("expand", expand_scalars, scop, options.params)
@@ -412,7 +414,7 @@ def build(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool =
     models until it is tested on them; nor do models get :mod:`polyc.codegen.ast`'s
     parallel-loop hints, whose cost on large models is unmeasured), ``expand=True``
     expands scratch scalars (:mod:`polyc.scop.expand`; models have none); ``without``
-    names tiling strategies to leave out (:mod:`polyc.strategies`: ``recipe``,
+    names strategies to leave out (:mod:`polyc.strategies`: ``inline``, ``recipe``,
     ``diamond``, ``wavefront``, ``distribute``, ``reorder``, ``inward``); ``cache``
     (default: on unless ``POLYC_CACHE=0``) reads and writes the compile cache
     (:mod:`polyc.cache`): a model compiled before with the same options loads without

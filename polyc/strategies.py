@@ -1,7 +1,8 @@
-"""The automatic tiling's strategies, each one a switch: ``without=("diamond",)`` (the
-``without`` option of ``compile``, ``build`` and ``Schedule.compile``; ``--without``
-on the command line) turns the named ones off, so each one's effect can be measured
-alone (``polyc tune`` and the README's reproductions do). A bottom module (only
+"""The automatic pipeline's strategies (inlining and tiling's), each one a switch:
+``without=("diamond",)`` (the ``without`` option of ``compile``, ``build`` and
+``Schedule.compile``; ``--without`` on the command line) turns the named ones off,
+so each one's effect can be measured alone (``polyc tune`` and the README's
+reproductions do). A bottom module (only
 polyc.errors): the command line names the strategies without importing isl.
 """
 
@@ -12,6 +13,8 @@ from collections.abc import Iterable
 from polyc.errors import PolycError
 
 STRATEGIES = {
+    "inline": "elementwise producers folded into their consumers before scheduling "
+              "(polyc.fusion.inline); off: every temporary is stored and read back",
     "recipe": "contractions get the BLIS-like recipe: packed panels, cache blocks and a "
               "register tile (polyc.tiling.contraction); off: tiled like any band",
     "diamond": "stencil bands whose scheduler found a concurrent-start row get diamond "
@@ -35,6 +38,6 @@ def checked(without: Iterable[str] | str | None) -> tuple[str, ...]:
     names = (without,) if isinstance(without, str) else tuple(without)
     unknown = [n for n in names if n not in STRATEGIES]
     if unknown:
-        raise PolycError(f"unknown tiling strategy {unknown[0]!r} in without=; the "
+        raise PolycError(f"unknown strategy {unknown[0]!r} in without=; the "
                          f"strategies are {', '.join(STRATEGIES)}")
     return tuple(sorted(set(names)))

@@ -46,12 +46,12 @@ def test_without_the_recipe_a_contraction_is_tiled_like_any_band():
 
 
 def test_an_unknown_strategy_is_named():
-    with pytest.raises(PolycError, match="unknown tiling strategy 'diamonds' in without=; "
-                                         "the strategies are recipe, diamond"):
+    with pytest.raises(PolycError, match="unknown strategy 'diamonds' in without=; "
+                                         "the strategies are inline, recipe, diamond"):
         KERNELS["matmul"].build().compile(params={"M": 4, "N": 4, "K": 4},
                                           without=("diamonds",))
-    assert set(STRATEGIES) == {"recipe", "diamond", "wavefront", "distribute", "reorder",
-                               "inward"}
+    assert set(STRATEGIES) == {"inline", "recipe", "diamond", "wavefront", "distribute",
+                               "reorder", "inward"}
 
 
 def test_the_command_line_takes_without(capsys):
@@ -59,3 +59,22 @@ def test_the_command_line_takes_without(capsys):
                  "--without", "diamond,wavefront"]) == 0
     shown = capsys.readouterr().out
     assert "tiling: without diamond, wavefront" in shown and "diamond tiles" not in shown
+
+
+def test_without_inlining_every_temporary_is_stored():
+    from onnx import helper
+
+    import polyc
+
+    from onnx_helpers import make_model
+    model = make_model([helper.make_node("Add", ["x", "x"], ["t"]),
+                        helper.make_node("Relu", ["t"], ["y"])],
+                       [("x", [16, 32])], [("y", [16, 32])])
+    inlined = polyc.compile(model, cache=False)
+    stored = polyc.compile(model, cache=False, without=["inline"])
+    assert "inline" in dict(inlined.compilation.times)
+    assert "inline" not in dict(stored.compilation.times)
+    assert len(stored.compilation.scop.statements) == len(inlined.compilation.scop.statements) + 1
+    x = np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32)
+    np.testing.assert_array_equal(stored.run({"x": x})["y"], np.maximum(x + x, 0))
+    np.testing.assert_array_equal(inlined.run({"x": x})["y"], np.maximum(x + x, 0))

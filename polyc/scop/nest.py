@@ -145,7 +145,7 @@ class LoopNest:
         ``profile`` as for :func:`polyc.compile`; ``autoselect="measure"`` keeps the
         fastest of several schedules (:mod:`polyc.autoselect`); ``split=False`` keeps
         statements whole (:mod:`polyc.scop.split`), ``expand=False`` scratch scalars
-        scalar (:mod:`polyc.scop.expand`); ``without`` names tiling strategies to leave
+        scalar (:mod:`polyc.scop.expand`); ``without`` names strategies to leave
         out (:mod:`polyc.strategies`)."""
         from polyc.pipeline import compile_scop
         return compile_scop(self.scop(), params=params, symbolic=symbolic,
