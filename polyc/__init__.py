@@ -47,9 +47,12 @@ def load(path):
 
 
 def __getattr__(name: str):
-    """``polyc.Schedule`` and ``polyc.Trace`` (:mod:`polyc.steer`), imported when first
-    used (they need islpy)."""
-    if name in ("Schedule", "Trace"):
-        from polyc import steer
-        return getattr(steer, name)
+    """``polyc.Schedule`` (:mod:`polyc.steer`) and ``polyc.Trace`` (:mod:`polyc.trace`),
+    imported when first used (they need islpy)."""
+    if name == "Schedule":
+        from polyc.steer import Schedule
+        return Schedule
+    if name == "Trace":
+        from polyc.trace import Trace
+        return Trace
     raise AttributeError(f"module 'polyc' has no attribute {name!r}")

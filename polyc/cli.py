@@ -484,7 +484,7 @@ def _trace_target(args, reads) -> Path | None:
 
 def _traced(args, nest):
     """``nest`` compiled as ``--trace-in`` says; ``--threads`` overrides its threads."""
-    from polyc.steer import Trace
+    from polyc.trace import Trace
     overrides = {"threads": args.threads} if args.threads is not None else {}
     return Trace.load(args.trace_in).compiled(nest, **overrides)
 
@@ -492,7 +492,7 @@ def _traced(args, nest):
 def _write_trace(path: Path | None, compiled) -> None:
     if path is None:
         return
-    from polyc.steer import trace_of
+    from polyc.trace import trace_of
     trace = trace_of(compiled.compilation)
     with replacing(path) as partial:
         trace.save(partial)
@@ -597,7 +597,7 @@ def cc_command(args) -> None:
     trace_out = _trace_target(args, reads=[args.source, *filter(None, [args.output])])
     clock = time.perf_counter()
     if args.trace_in:
-        from polyc.steer import Trace
+        from polyc.trace import Trace
         values = kernel.values(Trace.load(args.trace_in).start.get("params"))
         compiled = _traced(args, kernel)
     else:

@@ -134,7 +134,7 @@ class Compilation:
     graph: Graph | None = None
     profile: tuple[dict, ...] = ()  # per timed part, with options.profile
     # the schedule tiling started from (the autoselected one's), for traces
-    # (polyc.steer.trace_of): isl's text
+    # (polyc.trace.trace_of): isl's text
     untiled: str = ""
 
     @property

@@ -13,7 +13,7 @@ import polyc
 from polyc.cli import main
 from polyc.errors import RefusedError
 from polyc.scop.polybench import KERNELS
-from polyc.steer import Trace, trace_of
+from polyc.trace import Trace, trace_of
 
 ROOT = Path(__file__).resolve().parents[1]
 MLP = ROOT / "examples" / "mlp.onnx"

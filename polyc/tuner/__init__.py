@@ -13,7 +13,7 @@
    and its speed-up over the baseline's median.
 
 :mod:`polyc.tuner.results` writes the points as JSON and CSV, plots them and saves the
-best point's options and its trace (:func:`polyc.steer.trace_of`), which
+best point's options and its trace (:func:`polyc.trace.trace_of`), which
 ``polyc compile --trace-in`` / ``polyc cc --trace-in`` (or ``polyc.Trace.load(path)
 .compiled(nest)``) compile again.
 """
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from polyc.errors import PolycError
-from polyc.steer import trace_of
+from polyc.trace import trace_of
 from polyc.tuner.targets import Target
 
 BASELINE = "original"
@@ -42,7 +42,7 @@ class Point:
     compile_s: float | None = None
     error: str | None = None  # did not compile, or computed something else
     times: list[float] = field(default_factory=list)
-    trace: dict[str, Any] | None = None  # polyc.steer.trace_of the point's compile, JSON
+    trace: dict[str, Any] | None = None  # polyc.trace.trace_of the point's compile, JSON
 
     @property
     def median(self) -> float | None:
