@@ -6,8 +6,12 @@ dependences, scalar expansion, statement splitting, fusion, the scheduler given)
 holds the SCoP, its dependences and the schedule tree. Each primitive rewrites one
 band, named by a statement below it and its depth among the bands above that statement
 (``"S1"`` is S1's outermost band, ``("S1", 1)`` the next one down), and checks the
-result before keeping it: every dependence still runs forward, and a band to be tiled
-is permutable. A primitive that would break a dependence is refused with
+result before keeping it: every dependence still runs forward, every band marked
+permutable is, and every parallel loop carries nothing. The primitives: ``interchange``,
+``permute``, ``skew``, ``shift``, ``reverse`` (affine rows of one band), ``tile``,
+``tile2``, ``diamond``, ``wavefront`` (tiles), ``fuse``, ``distribute`` (loops shared
+or not), ``unroll_jam`` and ``parallel``. A primitive that would break a dependence
+is refused with
 :class:`~polyc.errors.RefusedError`, which names the dependence and an instance pair
 it would run backward (``witness``); the schedule is left as it was.
 
@@ -18,9 +22,10 @@ jacobi-1d's original loops, as Pluto writes schedules::
     >>> print(s)
     T(S1): (t, 0, i)
     T(S2): (t, 1, i)
-    >>> s.tile("S1", [32, 32, 32])            # refused: i's dependences go backward
+    >>> s.tile("S1", 32)    # RefusedError: member 1 runs the RAW dependence S2 -> S1 back
     >>> s.skew("S1", member=2, by=0, factor=2)   # (t, 0, 2*t + i), (t, 1, 2*t + i)
-    ...
+    >>> s.shift("S1", 2, {"S2": 1}).interchange("S1", 1, 2)   # Pluto's (t, 2*t + i, 0/1)
+    >>> s.tile("S1", [8, 64])                    # the first two members, tiled
 
 :meth:`Schedule.compile` runs the rest of the pipeline on the schedule as steered
 (no automatic tiling unless ``tile=True``); the result runs like any compiled nest.
