@@ -362,7 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--threads", type=positive_int, default=1, metavar="N",
                      help="threads of parallel loops (default 1)")
     sub.add_argument("-o", "--output", metavar="DIR",
-                     help="folder for results.json, results.csv, best.json and the plots "
+                     help="folder for results.json, results.csv, best.json, best.trace.json "
+                          "and the plots "
                           "(default tune-<target>; an existing one is not overwritten)")
 
     sub = command("ops", ops_command, "list the ONNX ops polyc lowers, with their versions",
