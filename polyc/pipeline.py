@@ -24,6 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+import islpy as isl
 import numpy as np
 
 from polyc import __version__, config, progress, workers
@@ -134,8 +135,8 @@ class Compilation:
     graph: Graph | None = None
     profile: tuple[dict, ...] = ()  # per timed part, with options.profile
     # the schedule tiling started from (the autoselected one's), for traces
-    # (polyc.trace.trace_of): isl's text
-    untiled: str = ""
+    # (polyc.trace.trace_of; kept as isl's object: its text costs time on large models)
+    untiled: isl.Schedule | None = None
 
     @property
     def program(self) -> LoopProgram:
@@ -284,7 +285,7 @@ def lower_schedule(scop: Scop, groups: FusionGroups, scheduled: ScheduleResult,
         scheduled, tiled, chosen = stages.run("select", modelled, unbound, scop, groups,
                                               scheduled, options)
         options = replace(options, tile=tiled)
-    untiled = str(scheduled.schedule)
+    untiled = scheduled.schedule
     try:
         scop, scheduled, in_place, program = _loops(scop, scheduled, options, stages, chosen)
     except OverBudget as err:

@@ -125,7 +125,8 @@ def trace_of(compilation, nest=None) -> Trace:
                      dims=dict(options.dims or {}), winograd=options.winograd)
     else:
         start = {"params": dict(options.params or {}), **start}
-    return Trace(start, compilation.untiled, [], compilation.untiled,
+    untiled = str(compilation.untiled)
+    return Trace(start, untiled, [], untiled,
                  {"tile": options.tile, "tile_size": plain(options.tile_size),
                   "without": list(options.without), "threads": options.threads,
                   "fast_math": options.fast_math})
