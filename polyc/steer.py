@@ -10,7 +10,7 @@ result before keeping it: every dependence still runs forward, every band marked
 permutable is, and every parallel loop carries nothing. The primitives: ``interchange``,
 ``permute``, ``skew``, ``shift``, ``reverse`` (affine rows of one band), ``tile``,
 ``tile2``, ``diamond``, ``wavefront`` (tiles), ``fuse``, ``distribute`` (loops shared
-or not), ``unroll_jam`` and ``parallel``. A primitive that would break a dependence
+or not), ``unroll_jam``, ``vectorize`` and ``parallel``. A primitive that would break a dependence
 is refused with
 :class:`~polyc.errors.RefusedError`, which names the dependence and an instance pair
 it would run backward (``witness``); the schedule is left as it was.
@@ -42,7 +42,9 @@ import islpy as isl
 
 from polyc.errors import IllegalScheduleError, PolycError, RefusedError
 from polyc.islutil import statement_names
+from polyc.marks import LANES
 from polyc.marks import PARALLEL as PARALLEL_MARK
+from polyc.marks import VECTOR as VECTOR_MARK
 from polyc.notation import natural, pluto_notation
 from polyc.scheduler import ScheduleResult, transform
 from polyc.scheduler.legality import (
@@ -296,6 +298,26 @@ class Schedule:
         return self._keep("unroll_jam", band, dict(member=member, factor=factor),
                           changed.get_schedule())
 
+    def vectorize(self, band: Band, member: int) -> "Schedule":
+        """Run ``member``'s loop in vector lanes: strip-mined by polyc's vector width
+        (:data:`polyc.marks.LANES`), the strip moved innermost into a band of its own
+        under a ``vector`` mark, which code generation turns into vector statements
+        where the strip's accesses have stride 0 or 1 (else it stays a scalar loop).
+        ``vectorize("S2", 1)`` on matmul's ``(i, j, k)``: ``(i, floor(j/16), k,
+        j mod 16)``. Refused when the strip carries a dependence (its lanes would run
+        dependent instances at once) or moving it inward runs one backward."""
+        node = self._band(band)
+        changed = transform.replace(self.scop, node, transform.strip(node, member, LANES))
+        strip = changed.band_n_member() - 1
+        carried = transform.carried(self.scop, changed, strip)
+        if carried is not None:
+            kind, dep = carried
+            raise RefusedError(
+                f"vectorize {_name(band)} (member={member}) refused: its lanes would carry "
+                f"the {kind} dependence {_ends(dep)}, e.g. {dep.sample()}", witness=dep)
+        marked = changed.band_split(strip).child(0).insert_mark(isl.Id(VECTOR_MARK))
+        return self._keep("vectorize", band, dict(member=member), marked.get_schedule())
+
     def parallel(self, band: Band, member: int = 0) -> "Schedule":
         """Run ``member``'s loop on threads: the band is split so that the member is a
         band of its own under a ``parallel`` mark (its loop's iterations are dealt out
@@ -414,7 +436,7 @@ def _is_proto(nest) -> bool:
 
 
 PRIMITIVES = ("interchange", "permute", "skew", "shift", "reverse", "tile", "diamond",
-              "wavefront", "fuse", "distribute", "unroll_jam", "parallel")
+              "wavefront", "fuse", "distribute", "unroll_jam", "vectorize", "parallel")
 
 
 def _name(band: Band) -> str:

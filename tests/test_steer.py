@@ -172,6 +172,20 @@ def test_two_levels_of_tiles():
     matches_reference("matmul", s, params, threads=1)
 
 
+def test_vectorize_puts_a_strip_of_lanes_innermost_under_a_vector_mark():
+    params = {"M": 37, "N": 45, "K": 23}  # 45 columns: a partial strip of 13
+    s = original("matmul", params)
+    with pytest.raises(RefusedError, match=r"vectorize band 'S2' \(member=2\) refused: "
+                                           r"its lanes would carry the RAW dependence"):
+        s.vectorize("S2", 2)  # k: the sum's own chain
+    s.vectorize("S2", 1)
+    assert pluto_text(s)[1] == "T(S2): (1, i, j/16, k, (j) mod 16)"
+    assert [(b["flags"], b["mark"]) for b in s.bands()[1:]] == [("pps", None), ("p", "vector")]
+    compiled = s.compile(threads=1)
+    assert "<16 x float>" in compiled.compilation.llvm_ir  # polyc's own vector statements
+    matches_reference("matmul", s, params, threads=1)
+
+
 def test_unroll_and_jam_of_matmuls_rows():
     params = {"M": 37, "N": 29, "K": 23}  # 37 rows: a partial strip of 1
     s = original("matmul", params)
