@@ -309,12 +309,8 @@ class Schedule:
         node = self._band(band)
         changed = transform.replace(self.scop, node, transform.strip(node, member, LANES))
         strip = changed.band_n_member() - 1
-        carried = transform.carried(self.scop, changed, strip)
-        if carried is not None:
-            kind, dep = carried
-            raise RefusedError(
-                f"vectorize {_name(band)} (member={member}) refused: its lanes would carry "
-                f"the {kind} dependence {_ends(dep)}, e.g. {dep.sample()}", witness=dep)
+        self._refuse_carried(changed, strip, f"vectorize {_name(band)} (member={member}) "
+                             "refused: its lanes would carry")
         marked = changed.band_split(strip).child(0).insert_mark(isl.Id(VECTOR_MARK))
         return self._keep("vectorize", band, dict(member=member), marked.get_schedule())
 
@@ -328,12 +324,8 @@ class Schedule:
         count = node.band_n_member()
         if isinstance(member, bool) or not isinstance(member, int) or not 0 <= member < count:
             raise PolycError(f"the band has members 0..{count - 1}, got {member!r}")
-        carried = transform.carried(self.scop, node, member)
-        if carried is not None:
-            kind, dep = carried
-            raise RefusedError(
-                f"parallel {_name(band)} (member={member}) refused: its loop carries the "
-                f"{kind} dependence {_ends(dep)}, e.g. {dep.sample()}", witness=dep)
+        self._refuse_carried(node, member, f"parallel {_name(band)} (member={member}) "
+                             "refused: its loop carries")
         if member:
             node = transform.set_flags(self.scop, node.band_split(member)).child(0)
         if node.band_n_member() > 1:
@@ -403,6 +395,15 @@ class Schedule:
         for k, size in enumerate(sizes):
             values = values.set_val(k, isl.Val.int_from_si(ctx, size))
         return values, sizes
+
+    def _refuse_carried(self, node: isl.ScheduleNode, member: int, what: str) -> None:
+        """:class:`RefusedError` (``what`` then the dependence) when ``member``'s loop
+        of ``node`` carries a dependence."""
+        carried = transform.carried(self.scop, node, member)
+        if carried is not None:
+            kind, dep = carried
+            raise RefusedError(f"{what} the {kind} dependence {_ends(dep)}, e.g. "
+                               f"{dep.sample()}", witness=dep)
 
     def _rewrite(self, op: str, band: Band, args: dict, rows) -> "Schedule":
         node = self._band(band)
