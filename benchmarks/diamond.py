@@ -22,17 +22,23 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from harness import arguments, drive, fmt_ms, median_times, pin_threads  # noqa: E402
+from harness import (  # noqa: E402
+    arguments,
+    check_nest_builds,
+    compile_nest_builds,
+    drive,
+    fmt_ms,
+    median_times,
+    pin_threads,
+)
 
 pin_threads(sys.argv[1:])  # before numpy starts its thread pool
 
-import numpy as np  # noqa: E402
 
 import polyc  # noqa: E402
 from polyc.scop.polybench import KERNELS  # noqa: E402
@@ -50,19 +56,9 @@ BUILDS = {"original": {"scheduler": "original", "tile": False},
 def run_case(name: str, repeat: int) -> dict:
     params, small = CASES[name]
     kernel = KERNELS[name]
-    arrays = kernel.inputs(seed=1, params=small)
-    expected = kernel.reference(small, arrays)
-    for options in BUILDS.values():
-        out = kernel.build().compile(params=small, **options).run(arrays)
-        for array, value in expected.items():
-            np.testing.assert_allclose(out[array], value, rtol=1e-4, atol=1e-4,
-                                       err_msg=f"{name}: {array}")
+    check_nest_builds(name, kernel, small, BUILDS.values())
     arrays = kernel.inputs(seed=0, params=params)
-    builds, compile_s = {}, {}
-    for label, options in BUILDS.items():
-        start = time.perf_counter()
-        builds[label] = kernel.build().compile(params=params, **options)
-        compile_s[label] = time.perf_counter() - start
+    builds, compile_s = compile_nest_builds(kernel, params, BUILDS)
     times = median_times({label: (lambda c=c: c.run(arrays)) for label, c in builds.items()},
                          repeat)
     tiling = {label: [d.split(": ", 1)[1] for d in c.schedule.decisions

@@ -109,6 +109,34 @@ def median_times(fns: dict, repeat: int, min_seconds: float = MIN_SECONDS) -> di
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
+def check_nest_builds(name: str, kernel, small: dict, option_sets, others=()) -> None:
+    """Each of ``option_sets`` (compile options) of the loop-nest ``kernel`` at the small
+    parameters ``small``, and each of ``others`` (``fn(params, arrays) -> arrays``, a
+    numpy version), against the kernel's reference on seeded inputs (rtol, atol 1e-4)."""
+    import numpy as np
+
+    arrays = kernel.inputs(seed=1, params=small)
+    expected = kernel.reference(small, arrays)
+    outputs = [kernel.build().compile(params=small, **options).run(arrays)
+               for options in option_sets]
+    outputs += [fn(small, arrays) for fn in others]
+    for out in outputs:
+        for array, value in expected.items():
+            np.testing.assert_allclose(out[array], value, rtol=1e-4, atol=1e-4,
+                                       err_msg=f"{name}: {array}")
+
+
+def compile_nest_builds(kernel, params: dict, builds: dict) -> tuple[dict, dict]:
+    """``builds`` (label -> compile options) of the loop-nest ``kernel`` at ``params``:
+    the compiled nests and each one's compile seconds, by label."""
+    compiled, seconds = {}, {}
+    for label, options in builds.items():
+        start = time.perf_counter()
+        compiled[label] = kernel.build().compile(params=params, **options)
+        seconds[label] = time.perf_counter() - start
+    return compiled, seconds
+
+
 def write_rows(path, meta: dict, rows: list[dict]) -> None:
     """A run's JSON: ``{"meta": meta, "rows": rows}``."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,6 @@ benchmarks/results/stencils.json).
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -29,6 +28,8 @@ sys.path.insert(0, str(HERE.parent))
 
 from harness import (  # noqa: E402
     arguments,
+    check_nest_builds,
+    compile_nest_builds,
     drive,
     fmt_ms,
     fmt_ratio,
@@ -81,32 +82,14 @@ BUILDS = {"polyc": {}, "original": {"scheduler": "original", "tile": False},
           "pluto untiled": {"tile": False}}
 
 
-def check(name, small, numpy_fn):
-    """Every build (polyc's with small tiles too) and the numpy version against the
-    reference."""
-    kernel = KERNELS[name]
-    arrays = kernel.inputs(seed=1, params=small)
-    expected = kernel.reference(small, arrays)
-    outputs = [kernel.build().compile(params=small, **options).run(arrays)
-               for options in [*BUILDS.values(), {"tile_size": 4}]]
-    if numpy_fn is not None:
-        outputs.append(numpy_fn(small, arrays))
-    for out in outputs:
-        for array, value in expected.items():
-            np.testing.assert_allclose(out[array], value, rtol=1e-4, atol=1e-4,
-                                       err_msg=f"{name}: {array}")
-
-
 def run_case(name, repeat):
     params, small, numpy_fn = CASES[name]
-    check(name, small, numpy_fn)
     kernel = KERNELS[name]
+    # every build (polyc's with small tiles too) and the numpy version
+    check_nest_builds(name, kernel, small, [*BUILDS.values(), {"tile_size": 4}],
+                      [numpy_fn] if numpy_fn is not None else [])
     arrays = kernel.inputs(seed=0, params=params)
-    builds, compile_s = {}, {}
-    for label, options in BUILDS.items():
-        start = time.perf_counter()
-        builds[label] = kernel.build().compile(params=params, **options)
-        compile_s[label] = time.perf_counter() - start
+    builds, compile_s = compile_nest_builds(kernel, params, BUILDS)
     fns = {label: (lambda c=c: c.run(arrays)) for label, c in builds.items()}
     if numpy_fn is not None:
         fns["numpy"] = lambda: numpy_fn(params, arrays)
