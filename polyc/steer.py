@@ -10,10 +10,10 @@ result before keeping it: every dependence still runs forward, every band marked
 permutable is, and every parallel loop carries nothing. The primitives: ``interchange``,
 ``permute``, ``skew``, ``shift``, ``reverse`` (affine rows of one band), ``tile``,
 ``tile2``, ``diamond``, ``wavefront`` (tiles), ``fuse``, ``distribute`` (loops shared
-or not), ``unroll_jam``, ``vectorize`` and ``parallel``. A primitive that would break a dependence
-is refused with
-:class:`~polyc.errors.RefusedError`, which names the dependence and an instance pair
-it would run backward (``witness``); the schedule is left as it was.
+or not), ``unroll_jam``, ``vectorize`` and ``parallel``. A primitive that would break
+a dependence is refused with :class:`~polyc.errors.RefusedError`, which names the
+dependence and an instance pair it would run backward (``witness``); the schedule is
+left as it was.
 
 jacobi-1d's original loops, as Pluto writes schedules::
 
@@ -53,19 +53,22 @@ from polyc.scheduler.legality import (
     check_parallel,
     check_permutable,
 )
+from polyc.scheduler.tree import flag_text
 from polyc.trace import Trace, plain
 
 Band = str | tuple[str, int] | Sequence[Any]
 
 
 class Schedule:
-    """A loop nest's schedule to steer by hand; see the module's docstring.
+    """A schedule to steer by hand; see the module's docstring.
 
     ``nest`` is a :class:`~polyc.scop.nest.LoopNest`, a C kernel
-    (:func:`polyc.from_c`, whose parameters default to its file's values) or a SCoP;
-    ``params`` the parameters' values, as for ``compile``; ``scheduler``, ``fuse``,
-    ``split`` and ``expand`` the first stages' options (``scheduler="original"``: the
-    loops as written)."""
+    (:func:`polyc.from_c`, whose parameters default to its file's values), a SCoP or
+    an ONNX model (a path, bytes or ``ModelProto``; ``shapes``, ``dims``, ``symbolic``
+    and ``winograd`` as for ``polyc.compile``); ``params`` the parameters' values, as
+    for ``compile``; ``scheduler``, ``fuse``, ``split`` and ``expand`` the first stages'
+    options (``scheduler="original"``: the loops as written; split and expand default
+    on for loop nests, off for models, as ``compile`` has them)."""
 
     def __init__(self, nest, *, params: Mapping[str, int] | None = None,
                  symbolic: Sequence[str] | None = None, scheduler: str = "pluto",
@@ -144,8 +147,7 @@ class Schedule:
                 found.append({"id": transform.band_id(node),
                               "statements": sorted(statement_names(node.get_domain()),
                                                    key=natural),
-                              "flags": "".join("p" if c else "s" for c in coincident)
-                              + ("" if permutable or len(coincident) < 2 else "*"),
+                              "flags": flag_text(coincident, permutable),
                               "mark": parent.mark_get_id().get_name()
                               if parent.get_type() == isl.schedule_node_type.mark else None})
             return True

@@ -168,11 +168,18 @@ def backward_member(dependences: Dependences, band: isl.ScheduleNode,
         row = isl.UnionMap.from_union_pw_aff(rows.get_at(member))
         backward = live.intersect(row.apply_range(_below(row)).apply_range(row.reverse()))
         if not backward.is_empty():
-            kind = next(kind for kind, umap in dependences.kinds().items()
-                        if not umap.intersect(backward).is_empty())
-            return member, kind, union_maps(backward.intersect(
-                dependences.kinds()[kind]))[0]
+            return (member, *named_pairs(dependences, backward))
     return None
+
+
+def named_pairs(dependences: Dependences, pairs: isl.UnionMap) -> tuple[str, isl.Map]:
+    """``(kind, map)``: the first kind (RAW, WAR, WAW) of ``dependences`` that has some
+    of ``pairs`` (instance pairs of dependences), and those pairs of one statement pair."""
+    for kind, umap in dependences.kinds().items():
+        mine = pairs.intersect(umap)
+        if not mine.is_empty():
+            return kind, union_maps(mine)[0]
+    return "dependence", union_maps(pairs)[0]
 
 
 def _below(row: isl.UnionMap) -> isl.UnionMap:

@@ -38,7 +38,7 @@ from polyc.scheduler.base import group_dependences, group_domain, register
 from polyc.scheduler.graph import topological_sccs
 from polyc.scheduler.isl_scheduler import isl_schedule, original_schedule
 from polyc.scheduler.linalg import orthogonal_complement, rank
-from polyc.scheduler.tree import band_schedule, row_aff, row_text
+from polyc.scheduler.tree import band_schedule, flag_text, row_aff, row_text
 from polyc.scop.model import Scop
 
 MAX_OPERATIONS = 20_000_000  # isl operations per ILP before falling back to isl
@@ -529,8 +529,7 @@ class _Pluto:
         return "other"
 
     def _band_text(self, stmts, band, coincident) -> str:
-        flags = "".join("p" if c else "s" for c in coincident)
-        return f"band [{flags}]: " + "; ".join(
+        return f"band [{flag_text(coincident)}]: " + "; ".join(
             f"{s}: ({', '.join(row_text(self.scop, s, r[s]) for r in band)})" for s in stmts)
 
 

@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 import islpy as isl
 
 from polyc.errors import PolycError
-from polyc.islutil import statement_names, union_maps
+from polyc.islutil import statement_names
 from polyc.notation import natural
-from polyc.scheduler.legality import backward_member, live_dependences
+from polyc.scheduler.legality import backward_member, live_dependences, named_pairs
 from polyc.scop.model import Scop
 
 
@@ -249,8 +249,7 @@ def flags(scop: Scop, band: isl.ScheduleNode) -> tuple[bool, list[bool]]:
     live = live_dependences(dependences, band, context)
     coincident = []
     for row in rows(band):
-        row_map = isl.UnionMap.from_union_pw_aff(row)
-        same = row_map.apply_range(row_map.reverse())
+        same = _same_value(row)
         coincident.append(live.is_subset(same))
         live = live.intersect(same)
     return permutable, coincident
@@ -264,17 +263,15 @@ def carried(scop: Scop, band: isl.ScheduleNode, member: int
     live = live_dependences(scop.dependences, band, scop.context)
     found = rows(band)
     for row in found[:member]:
-        row_map = isl.UnionMap.from_union_pw_aff(row)
-        live = live.intersect(row_map.apply_range(row_map.reverse()))
-    row_map = isl.UnionMap.from_union_pw_aff(found[member])
-    crossing = live.subtract(row_map.apply_range(row_map.reverse()))
-    if crossing.is_empty():
-        return None
-    for kind, umap in scop.dependences.kinds().items():
-        mine = crossing.intersect(umap)
-        if not mine.is_empty():
-            return kind, union_maps(mine)[0]
-    return "dependence", union_maps(crossing)[0]
+        live = live.intersect(_same_value(row))
+    crossing = live.subtract(_same_value(found[member]))
+    return None if crossing.is_empty() else named_pairs(scop.dependences, crossing)
+
+
+def _same_value(row: isl.UnionPwAff) -> isl.UnionMap:
+    """Instance -> the instances at which ``row`` takes the same value."""
+    row_map = isl.UnionMap.from_union_pw_aff(row)
+    return row_map.apply_range(row_map.reverse())
 
 
 def _constant_on(band: isl.ScheduleNode, statement: str, amount: int) -> isl.UnionPwAff:

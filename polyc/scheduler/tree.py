@@ -44,6 +44,14 @@ def band_schedule(scop: Scop, stmts: list[str], band: list[dict], coincident: li
     return node.get_schedule()
 
 
+def flag_text(coincident, permutable: bool = True) -> str:
+    """A band's flags: one per member, ``p`` coincident (parallel) or ``s``; ``*`` after
+    a band of several members that is not permutable."""
+    coincident = list(coincident)
+    return "".join("p" if c else "s" for c in coincident) + (
+        "" if permutable or len(coincident) < 2 else "*")
+
+
 def band_summary(schedule: isl.Schedule) -> list[str]:
     """The bands of a schedule tree, outermost first in a depth-first walk: one flag per
     member, ``p`` coincident (parallel) or ``s``; ``*`` after a band of several members
@@ -52,9 +60,9 @@ def band_summary(schedule: isl.Schedule) -> list[str]:
 
     def walk(node: isl.ScheduleNode) -> None:
         if node.get_type() == isl.schedule_node_type.band:
-            n = node.band_n_member()
-            flags = "".join("p" if node.band_member_get_coincident(k) else "s" for k in range(n))
-            bands.append(flags + ("" if n == 1 or node.band_get_permutable() else "*"))
+            bands.append(flag_text((node.band_member_get_coincident(k)
+                                    for k in range(node.band_n_member())),
+                                   bool(node.band_get_permutable())))
         for k in range(node.n_children()):
             walk(node.child(k))
 
