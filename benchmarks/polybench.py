@@ -47,17 +47,17 @@ from harness import write_rows  # noqa: E402
 import polyc  # noqa: E402
 from polyc.runtime.c_library import write_c_library  # noqa: E402
 from polyc.scop.c import caller_source, from_c  # noqa: E402
+from polyc.tuner.targets import POLYBENCH_SIZES, polybench_kernels  # noqa: E402
 
 POLYBENCH = ROOT / "third_party" / "polybench-c-4.2.1"
 UTILITIES = POLYBENCH / "utilities"
 FLAGS = ("-O3", "-march=native")
 RUN_TIMEOUT = 600  # seconds for one run of one binary
-SIZES = ("MINI", "SMALL", "MEDIUM", "LARGE", "EXTRALARGE")
+SIZES = POLYBENCH_SIZES
 
 
 def kernels() -> dict[str, Path]:
-    return {p.stem: p for p in sorted(POLYBENCH.rglob("*.c"))
-            if "utilities" not in p.parts and p.stem.lower() != "nussinov.orig"}
+    return polybench_kernels()
 
 
 def compilers() -> dict[str, list[str]]:

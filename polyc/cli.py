@@ -483,11 +483,12 @@ def _trace_target(args, reads) -> Path | None:
     return path
 
 
-def _traced(args, nest):
-    """``nest`` compiled as ``--trace-in`` says; ``--threads`` overrides its threads."""
+def _traced(args, nest, trace=None):
+    """``nest`` compiled as ``--trace-in`` says (``trace``, when loaded already);
+    ``--threads`` overrides its threads."""
     from polyc.trace import Trace
     overrides = {"threads": args.threads} if args.threads is not None else {}
-    return Trace.load(args.trace_in).compiled(nest, **overrides)
+    return (trace or Trace.load(args.trace_in)).compiled(nest, **overrides)
 
 
 def _write_trace(path: Path | None, compiled) -> None:
@@ -554,11 +555,12 @@ def compile_kernel(args):
     """The kernel named by ``args.target`` compiled with the command's options at its
     parameters (``--param``; a loop-nest kernel's small defaults, a PolyBench kernel's
     MEDIUM dataset)."""
-    from polyc.tuner.targets import target
+    from polyc.tuner.targets import kernel_compiler
     options = {key: value for key, value in compile_options(args).items()
                if key in ("scheduler", "fuse", "tile", "tile_size", "blocking", "without")}
-    found = target(args.target, params=dict(args.param) or None, threads=args.threads or 1)
-    return found.compile(options)
+    *_, build = kernel_compiler(args.target, params=dict(args.param) or None,
+                                threads=args.threads or 1)
+    return build(options)
 
 
 def cleanup_text(args) -> str:
@@ -599,8 +601,9 @@ def cc_command(args) -> None:
     clock = time.perf_counter()
     if args.trace_in:
         from polyc.trace import Trace
-        values = kernel.values(Trace.load(args.trace_in).start.get("params"))
-        compiled = _traced(args, kernel)
+        trace = Trace.load(args.trace_in)
+        values = kernel.values(trace.start.get("params"))
+        compiled = _traced(args, kernel, trace)
     else:
         values = kernel.values(dict(args.param) or None)
         compiled = kernel.compile(params=values, **_given(options))

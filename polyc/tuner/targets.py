@@ -67,6 +67,37 @@ def target(spec: str, *, params: Mapping[str, int] | None = None, size: str = "M
     return _nest(spec, params, threads, seed)
 
 
+def kernel_compiler(spec: str, *, params: Mapping[str, int] | None = None,
+                    size: str = "MEDIUM", threads: int | None = 1):
+    """``(name, kernel, values, compile)`` of the loop-nest or PolyBench kernel named
+    by ``spec``: its object (a :class:`~polyc.scop.polybench.Kernel` or a C kernel),
+    its parameters' values and ``compile(options)``; no inputs made, nothing run
+    (``polyc inspect`` compiles the kernel once)."""
+    if spec.startswith(POLYBENCH_PREFIX):
+        from polyc.scop.c import from_c
+        name = spec[len(POLYBENCH_PREFIX):]
+        if size not in POLYBENCH_SIZES:
+            raise PolycError(f"PolyBench dataset sizes are {', '.join(POLYBENCH_SIZES)}, "
+                             f"got {size!r}")
+        kernels = polybench_kernels()
+        if name not in kernels:
+            raise PolycError(f"no PolyBench kernel {name!r}; choose one of "
+                             f"{', '.join(kernels)}")
+        kernel = from_c(kernels[name], defines=[f"{size}_DATASET"],
+                        include=[polybench_root() / "utilities"])
+        values = kernel.values(params)
+        return spec, kernel, values, lambda options: kernel.compile(
+            params=values, threads=threads, **options)
+    from polyc.scop.polybench import KERNELS
+    try:
+        kernel = KERNELS[spec]
+    except KeyError as error:
+        raise PolycError(f"{error.args[0]} (or polybench:KERNEL, or an .onnx model)") from None
+    values = {**kernel.params, **(params or {})}
+    return kernel.name, kernel, values, lambda options: kernel.build().compile(
+        params=values, threads=threads, **options)
+
+
 def polybench_root() -> Path:
     """PolyBench/C's sources: ``$POLYC_POLYBENCH``, else ``third_party/polybench-c-4.2.1``
     of the checkout polyc runs from."""
@@ -86,46 +117,25 @@ def polybench_kernels() -> dict[str, Path]:
 
 
 def _nest(name: str, params, threads, seed) -> Target:
-    from polyc.scop.polybench import KERNELS
-    try:
-        kernel = KERNELS[name]
-    except KeyError as error:
-        raise PolycError(f"{error.args[0]} (or polybench:KERNEL, or an .onnx model)") from None
-    values = {**kernel.params, **(params or {})}
+    name, kernel, values, build = kernel_compiler(name, params=params, threads=threads)
     inputs = kernel.inputs(seed=seed, params=values)
     reference = kernel.reference(values, inputs)
-
-    def build(options):
-        return kernel.build().compile(params=values, threads=threads, **options)
-
-    return Target(kernel.name, "nest", build, inputs, reference,
-                  details={"params": values})
+    return Target(name, "nest", build, inputs, reference, details={"params": values})
 
 
 def _polybench(name: str, params, size: str, threads, seed) -> Target:
-    from polyc.scop.c import from_c
-    if size not in POLYBENCH_SIZES:
-        raise PolycError(f"PolyBench dataset sizes are {', '.join(POLYBENCH_SIZES)}, "
-                         f"got {size!r}")
-    kernels = polybench_kernels()
-    if name not in kernels:
-        raise PolycError(f"no PolyBench kernel {name!r}; choose one of {', '.join(kernels)}")
-    kernel = from_c(kernels[name], defines=[f"{size}_DATASET"],
-                    include=[polybench_root() / "utilities"])
-    values = kernel.values(params)
+    spec = f"{POLYBENCH_PREFIX}{name}"
+    _, kernel, values, build = kernel_compiler(spec, params=params, size=size,
+                                               threads=threads)
     rng = np.random.default_rng(seed)
     inputs = {array: (rng.random(shape) + 0.5).astype(dtype) if shape else
               np.asarray(rng.random() + 0.5, dtype=dtype)
               for array, (dtype, shape) in _shapes(kernel, values).items()}
     original = kernel.compile(params=values, scheduler="original", tile=False,
                               fast_math=False, threads=1)
-    reference = {k: v for k, v in original.run(inputs).items()}
-
-    def build(options):
-        return kernel.compile(params=values, threads=threads, **options)
-
-    return Target(f"{POLYBENCH_PREFIX}{name}", "polybench", build, inputs, reference,
-                  details={"params": values, "size": size, "source": str(kernels[name])})
+    reference = dict(original.run(inputs))
+    return Target(spec, "polybench", build, inputs, reference,
+                  details={"params": values, "size": size, "source": str(kernel.file)})
 
 
 def _shapes(kernel, values) -> dict[str, tuple[str, tuple[int, ...]]]:
