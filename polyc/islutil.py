@@ -189,6 +189,21 @@ def band_with_rows(band: isl.ScheduleNode, rows: Sequence[isl.UnionPwAff],
     return node
 
 
+def marks_named(schedule: isl.Schedule, name: str) -> list[isl.ScheduleNode]:
+    """The mark nodes of ``schedule`` named ``name``, top down (copies: a visit's nodes
+    are only borrowed)."""
+    found: list[isl.ScheduleNode] = []
+
+    def visit(node: isl.ScheduleNode) -> bool:
+        if node.get_type() == isl.schedule_node_type.mark \
+                and node.mark_get_id().get_name() == name:
+            found.append(node.copy())
+        return True
+
+    schedule.get_root().foreach_descendant_top_down(visit)
+    return found
+
+
 def statement_names(uset: isl.UnionSet) -> set[str]:
     """The tuple names of the sets in ``uset`` (e.g. the statements reaching a node)."""
     return {part.get_tuple_name() for part in union_sets(uset)}

@@ -15,7 +15,7 @@ import islpy as isl
 
 from polyc import workers
 from polyc.errors import IllegalScheduleError
-from polyc.islutil import outer_schedule, statement_names, union_maps
+from polyc.islutil import marks_named, outer_schedule, statement_names, union_maps
 from polyc.marks import PARALLEL as PARALLEL_MARK
 from polyc.scop.model import Dependences, Scop
 
@@ -204,16 +204,7 @@ class ParallelLoops:
     built once for the checks of many sets of dependences."""
 
     def __init__(self, schedule: isl.Schedule):
-        marks: list[isl.ScheduleNode] = []
-
-        def visit(node: isl.ScheduleNode) -> bool:
-            if (node.get_type() == isl.schedule_node_type.mark
-                    and node.mark_get_id().get_name() == PARALLEL_MARK):
-                marks.append(node.copy())  # the callback's node is only borrowed
-            return True
-
-        schedule.get_root().foreach_descendant_top_down(visit)
-        self.loops = [_ParallelLoop(mark) for mark in marks]
+        self.loops = [_ParallelLoop(mark) for mark in marks_named(schedule, PARALLEL_MARK)]
 
     def check(self, dependences: Dependences, context: isl.Set | None = None) -> None:
         """Raise :class:`IllegalScheduleError` when a loop carries one of ``dependences``

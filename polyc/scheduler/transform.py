@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 import islpy as isl
 
 from polyc.errors import PolycError
-from polyc.islutil import statement_names
+from polyc.islutil import multi_union, statement_names, union_sets
 from polyc.notation import natural
 from polyc.scheduler.legality import backward_member, live_dependences, named_pairs
 from polyc.scop.model import Scop
@@ -183,10 +183,7 @@ def fuse_siblings(scop: Scop, band: isl.ScheduleNode, depth: int | None = None
         if child.band_n_member() > depth:
             child = child.band_split(depth)
         node = child.delete().parent().parent()
-    first = bands[0].band_get_partial_schedule().get_space()
-    space = first.drop_dims(isl.dim_type.set, depth, bands[0].band_n_member() - depth)
-    partial = isl.MultiUnionPwAff.from_union_pw_aff_list(
-        space, _pw_aff_list(band.get_ctx(), fused))
+    partial = multi_union(_space(bands[0], depth), fused)
     return set_flags(scop, node.insert_partial_schedule(partial))
 
 
@@ -209,24 +206,16 @@ def replace(scop: Scop, band: isl.ScheduleNode, new_rows: Sequence[isl.UnionPwAf
             ) -> isl.ScheduleNode:
     """``band`` with ``new_rows`` (as many members, or more) and flags recomputed
     (:func:`set_flags`)."""
-    partial = band.band_get_partial_schedule()
-    if len(new_rows) != band.band_n_member():
-        space = partial.get_space().drop_dims(isl.dim_type.set, 0, band.band_n_member()) \
-            .add_dims(isl.dim_type.set, len(new_rows))
-        partial = isl.MultiUnionPwAff.from_union_pw_aff_list(
-            space, _pw_aff_list(band.get_ctx(), new_rows))
-    else:
-        for k, row in enumerate(new_rows):
-            partial = partial.set_at(k, row)
-    node = band.delete().insert_partial_schedule(partial)
+    node = band.delete().insert_partial_schedule(multi_union(_space(band, len(new_rows)),
+                                                             new_rows))
     return set_flags(scop, node)
 
 
-def _pw_aff_list(ctx: isl.Context, found: Sequence[isl.UnionPwAff]) -> isl.UnionPwAffList:
-    listed = isl.UnionPwAffList.alloc(ctx, len(found))
-    for row in found:
-        listed = listed.add(row)
-    return listed
+def _space(band: isl.ScheduleNode, members: int) -> isl.Space:
+    """The space of ``band``'s partial schedule with ``members`` members."""
+    space = band.band_get_partial_schedule().get_space()
+    return space.drop_dims(isl.dim_type.set, 0, band.band_n_member()) \
+        .add_dims(isl.dim_type.set, members)
 
 
 def set_flags(scop: Scop, band: isl.ScheduleNode) -> isl.ScheduleNode:
@@ -278,7 +267,7 @@ def _constant_on(band: isl.ScheduleNode, statement: str, amount: int) -> isl.Uni
     """``amount`` on ``statement``'s instances in ``band``, zero on the others."""
     domain = band.get_domain()
     pieces = []
-    for part in _sets(domain):
+    for part in union_sets(domain):
         value = amount if part.get_tuple_name() == statement else 0
         pieces.append(isl.UnionPwAff(isl.PwAff.val_on_domain(
             part, isl.Val.int_from_si(band.get_ctx(), value))))
@@ -286,12 +275,6 @@ def _constant_on(band: isl.ScheduleNode, statement: str, amount: int) -> isl.Uni
     for piece in pieces[1:]:
         result = result.union_add(piece)
     return result
-
-
-def _sets(domain: isl.UnionSet) -> list[isl.Set]:
-    found: list[isl.Set] = []
-    domain.foreach_set(found.append)
-    return found
 
 
 def _members(found: list, *members: int) -> None:

@@ -36,6 +36,7 @@ import islpy as isl
 
 from polyc.islutil import (
     map_bottom_up,
+    marks_named,
     outer_schedule,
     single_multi_aff,
     span,
@@ -75,7 +76,7 @@ def parallelize(scop: Scop, result: ScheduleResult, *, threads: int | None
     """The pipeline stage: ``result`` with parallel marks (:func:`mark_parallel`) and a
     decision per mark; ``threads=1`` leaves the schedule serial, and a schedule that has
     parallel marks already (placed by hand) keeps them and gets no others."""
-    marked = _marks(result.schedule)
+    marked = len(marks_named(result.schedule, MARK))
     if threads == 1:
         notes = ["off (threads=1)"]
         schedule = result.schedule
@@ -90,20 +91,6 @@ def parallelize(scop: Scop, result: ScheduleResult, *, threads: int | None
         schedule, notes = mark_parallel(scop, result.schedule)
     return dataclasses.replace(result, schedule=schedule, decisions=result.decisions
                                + tuple(f"parallel: {n}" for n in notes))
-
-
-def _marks(schedule: isl.Schedule) -> int:
-    """How many parallel marks ``schedule`` has already."""
-    found = []
-
-    def visit(node: isl.ScheduleNode) -> bool:
-        if node.get_type() == isl.schedule_node_type.mark \
-                and node.mark_get_id().get_name() == MARK:
-            found.append(node)
-        return True
-
-    schedule.get_root().foreach_descendant_top_down(visit)
-    return len(found)
 
 
 def mark_parallel(scop: Scop, schedule: isl.Schedule, *, min_instances: int | None = None
