@@ -273,10 +273,17 @@ def bind_params(params: tuple[str, ...], specs: tuple[TensorSpec, ...],
 
 
 def _output_buffer(spec: TensorSpec, initial: np.ndarray | None,
-                   kept: dict[str, np.ndarray]) -> np.ndarray:
-    """A buffer for an output: a copy of ``initial``, or zeros (an output with an
+                   kept: dict[str, np.ndarray], out: Mapping | None = None) -> np.ndarray:
+    """A buffer for an output: the caller's in ``out`` (checked, ``initial`` copied in
+    unless it is that buffer); a copy of ``initial``, or zeros (an output with an
     initial value); else the array ``kept`` from the previous call when nothing else
     references it any more (:func:`_unused`), or a new uninitialised one, kept."""
+    buffer = out.get(spec.name) if out else None
+    if buffer is not None:
+        _check_buffer(spec, buffer)
+        if spec.init and initial is not None and initial is not buffer:
+            np.copyto(buffer, initial)
+        return buffer
     if spec.init:
         return np.zeros(spec.shape, dtype=spec.dtype) if initial is None else initial.copy()
     array = _unused(kept, spec.name)
@@ -367,8 +374,8 @@ class Runner:
         must match the output (shape, dtype, C order), be writeable and share no
         memory with an input or another buffer."""
         if out is not None:
-            return self._run_into(inputs, out)
-        if self._quick is not None:
+            inputs = self._with_initial(inputs, out)
+        elif self._quick is not None:
             addresses = _quick_addresses(self._quick, inputs)
             if addresses is not None:
                 outputs, trailing = (self._per_thread.__dict__.get("quick")
@@ -389,58 +396,33 @@ class Runner:
         arrays = [given[spec.name] for spec in self.inputs]
         kept = self._per_thread.__dict__.setdefault("outputs", {})
         outputs = [_output_buffer(spec.bound(values) if values else spec,
-                                  given.get(spec.name), kept)
+                                  given.get(spec.name), kept, out)
                    for spec in self.outputs]
+        if out:
+            _check_apart([a for name, a in given.items() if name not in out and a is not None],
+                         outputs, self._output_names)
         arguments = [values[p] for p in self.params]
         self._function(*map(data_address, arrays + outputs),
                        self._scratch_address(arguments), *arguments)
         return self._results(given, dict(zip(self._output_names, outputs)))
 
-    def _run_into(self, inputs: Mapping, out: Mapping) -> dict[str, np.ndarray]:
-        """:meth:`run` with the buffers ``out`` for some outputs."""
+    def _with_initial(self, inputs, out) -> Mapping:
+        """``inputs`` with the buffers of ``out`` that hold an output's initial value
+        (one read and written in place) where the inputs do not give it: a nest whose
+        arrays are all in ``out`` runs on them without a copy. ``out``'s names are
+        checked to be outputs."""
         if not isinstance(out, Mapping):
             raise InputError(f"out must be a dict of output name -> numpy array, got "
                              f"{type(out).__name__}")
-        names = {spec.name for spec in self.outputs}
-        unknown = [name for name in out if name not in names]
+        unknown = [name for name in out if name not in self._output_names]
         if unknown:
             raise InputError(f"out names {', '.join(map(repr, unknown))}, not an output; "
                              f"the outputs are {signature(self.outputs)}")
-        # an output in place given only in out starts from its buffer: not missing
-        initial = {name: array for name, array in out.items()
-                   if name in self._optional or any(s.name == name and s.init
-                                                    for s in self.outputs)}
-        given = dict(inputs) if isinstance(inputs, Mapping) else inputs
-        if isinstance(given, dict):
-            for name, array in initial.items():
-                given.setdefault(name, array)
-        values: dict[str, int] = {}
-        accepted = self._accepted
-        if self.params and isinstance(given, Mapping):
-            values = bind_params(self.params, accepted, [given.get(s.name) for s in accepted])
-            accepted = tuple(spec.bound(values) for spec in accepted)
-        checked = check_arrays(accepted, given, self._optional)
-        arrays = dict(zip((spec.name for spec in accepted), checked))
-        outputs = []
-        kept = self._per_thread.__dict__.setdefault("outputs", {})
-        for spec in self.outputs:
-            spec = spec.bound(values) if values else spec
-            buffer = out.get(spec.name)
-            if buffer is None:
-                outputs.append(_output_buffer(spec, arrays.get(spec.name), kept))
-                continue
-            _check_buffer(spec, buffer)
-            source = arrays.get(spec.name)
-            if spec.init and source is not None and source is not buffer:
-                np.copyto(buffer, source)
-            outputs.append(buffer)
-        _check_apart([a for name, a in arrays.items() if name not in out
-                      and a is not None], outputs, [s.name for s in self.outputs])
-        inputs_ = [arrays[spec.name] for spec in self.inputs]
-        arguments = [values[p] for p in self.params]
-        self._function(*map(data_address, inputs_ + outputs),
-                       self._scratch_address(arguments), *arguments)
-        return self._results(arrays, dict(zip(self._output_names, outputs)))
+        if not isinstance(inputs, Mapping):
+            return inputs  # (check_arrays says what is wrong)
+        initial = {spec.name for spec in self.outputs if spec.init}
+        return {**{name: array for name, array in out.items() if name in initial},
+                **inputs}
 
     def _results(self, inputs: Mapping, outputs: dict[str, np.ndarray]
                  ) -> dict[str, np.ndarray]:
