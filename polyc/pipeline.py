@@ -426,7 +426,7 @@ def build(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool =
                       symbolic=_names(symbolic), threads=threads, profile=bool(profile),
                       winograd=winograd, memory_limit=memory_limit, split=bool(split),
                       expand=bool(expand), parallel_hints=False,
-                      without=checked_strategies(without))
+                      without=without)
     return build_model(model, options, cache=cache)
 
 
@@ -455,7 +455,7 @@ def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
                       profile=bool(profile),
                       autoselect="model" if autoselect == "model" else None,
                       split=bool(split), expand=bool(expand),
-                      without=checked_strategies(without))
+                      without=without)
 
     def compile_with(scheduler: str, tile: bool) -> CompiledModel:
         chosen = replace(options, scheduler=scheduler, tile=tile)

@@ -42,7 +42,8 @@ class Point:
     compile_s: float | None = None
     error: str | None = None  # did not compile, or computed something else
     times: list[float] = field(default_factory=list)
-    trace: dict[str, Any] | None = None  # polyc.trace.trace_of the point's compile, JSON
+    # the best point's trace (polyc.trace.trace_of its compile), as JSON
+    trace: dict[str, Any] | None = None
 
     @property
     def median(self) -> float | None:
@@ -108,7 +109,19 @@ def tune(target: Target, *, sizes: tuple[int, ...] | None = None, search: str = 
     show = sys.stderr.isatty() if progress is None else progress
     runnable = _compiled(target, chosen, budget, show)
     _timed(target, chosen, runnable, repeat, show)
+    winner = best(chosen)
+    if winner is not None:  # (its trace only: a schedule's text costs time)
+        try:
+            winner.trace = trace_of(runnable[winner.label].compilation).to_json()
+        except PolycError:  # (sizes per statement: not a trace yet)
+            winner.trace = None
     return chosen
+
+
+def best(chosen: list[Point]) -> Point | None:
+    """The point of the smallest median among the correct ones."""
+    timed = [p for p in chosen if p.error is None and p.times]
+    return min(timed, key=lambda p: p.median) if timed else None
 
 
 def _compiled(target: Target, chosen: list[Point], budget: float | None, show: bool
@@ -143,10 +156,6 @@ def _compile_one(target: Target, point: Point):
     if wrong is not None:
         point.error = f"wrong result: {wrong}"
         return None
-    try:
-        point.trace = trace_of(compiled.compilation).to_json()
-    except PolycError:  # (sizes per statement: not a trace yet)
-        point.trace = None
     return compiled
 
 

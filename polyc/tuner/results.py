@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from polyc.tuner import BASELINE, Point
+from polyc.tuner import BASELINE, Point, best
 
 FIELDS = ("label", "options", "compile_s", "median_s", "min_s", "max_s", "runs", "speedup",
           "error")
@@ -21,12 +21,6 @@ FIELDS = ("label", "options", "compile_s", "median_s", "min_s", "max_s", "runs",
 def rows(chosen: list[Point]) -> list[dict[str, Any]]:
     baseline = next((p.median for p in chosen if p.label == BASELINE), None)
     return [p.row(baseline) for p in chosen]
-
-
-def best(chosen: list[Point]) -> Point | None:
-    """The point of the smallest median among the correct ones."""
-    timed = [p for p in chosen if p.error is None and p.times]
-    return min(timed, key=lambda p: p.median) if timed else None
 
 
 def table(chosen: list[Point]) -> str:
