@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from polyc import config
+from polyc import config, options
 from polyc.errors import InputError, ModelError, PolycError
+from polyc.options import MODEL, NEST, parse_dim, parse_sizes, positive_int
 from polyc.runtime.output import check_target, replacing
 
-FUSE_POLICIES = ("smart", "none", "max", "smartfuse", "nofuse", "maxfuse")
 SHOWN_VALUES = 6
 
 EPILOG = """\
@@ -50,125 +50,12 @@ POLYC_CACHE_SIZE (its bound, default 4G), OMP_NUM_THREADS (threads of parallel l
 # --- argument parsing -------------------------------------------------------------------
 
 
-def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
-    """``x=1,3,224,224`` -> ``("x", (1, 3, 224, 224))``."""
-    name, sep, dims = text.partition("=")
-    try:
-        shape = tuple(int(d) for d in dims.split(",")) if dims else ()
-    except ValueError:
-        shape = None
-    if not sep or not name or shape is None or any(d < 0 for d in shape):
-        raise argparse.ArgumentTypeError(f"expected NAME=D0,D1,... (e.g. x=4,64), got {text!r}")
-    return name, shape
-
-
-def parse_names(text: str) -> list[str]:
-    """``batch,seq`` -> ``["batch", "seq"]``."""
-    names = [name.strip() for name in text.split(",")]
-    if not all(names):
-        raise argparse.ArgumentTypeError(f"expected NAME[,NAME...], got {text!r}")
-    return names
-
-
-def parse_dim(text: str) -> tuple[str, int]:
-    """``batch=8`` -> ``("batch", 8)``."""
-    name, sep, value = text.partition("=")
-    if not sep or not name or not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"expected NAME=N with N >= 1 (e.g. batch=8), "
-                                         f"got {text!r}")
-    return name, int(value)
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def parse_size(text: str) -> int:
-    """``"64G"`` -> bytes (units K, M, G, T of 1024; a plain number is bytes)."""
-    try:
-        return config.parse_size(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a size such as 512M or 64G, "
-                                         f"got {text!r}") from None
-
-
-def parse_blocking(text: str) -> tuple[int, ...]:
-    parts = text.split(",")
-    if len(parts) != 5:
-        raise argparse.ArgumentTypeError(f"expected MR,NR,MC,NC,KC (five integers), got {text!r}")
-    return tuple(positive_int(part) for part in parts)
-
-
-def parse_sizes(text: str) -> int | tuple[int, ...]:
-    """``N`` (every loop) or ``N,N,..`` (one per loop of the band)."""
-    parts = [positive_int(part) for part in text.split(",")]
-    return parts[0] if len(parts) == 1 else tuple(parts)
-
-
-def maybe_named(parse):
-    """An option value ``VALUE`` or ``NAME=VALUE`` (a statement or ONNX node name)."""
-    def parse_one(text: str):
-        name, sep, value = text.rpartition("=")
-        return (name, parse(value)) if sep else (None, parse(value))
-    return parse_one
-
-
-def collect(values, option: str):
-    """The repeated ``option`` values: one bare value, or a mapping of named ones."""
-    if not values:
-        return None
-    bare = [v for name, v in values if name is None]
-    if bare and len(values) > 1:
-        raise PolycError(f"{option}: give one value for every loop nest, or NAME=VALUE "
-                         "(repeatable) for some statements, not both")
-    return bare[0] if bare else dict(values)
-
-
-def add_compile_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("compilation (ONNX models only)")
-    group.add_argument("--scheduler", metavar="NAME",
-                       help="affine scheduler: 'pluto' (polyc's Pluto-style scheduler, the "
-                       "default), 'isl' (isl's own) or 'original' (program order)")
-    group.add_argument("--fuse", choices=FUSE_POLICIES, metavar="POLICY",
-                       help="fusion policy: smart (default), none or max; Pluto's names "
-                       "smartfuse, nofuse and maxfuse are accepted too")
-    group.add_argument("--tile", action=argparse.BooleanOptionalAction, default=None,
-                       help="tile permutable loop bands (default: on; --no-tile keeps the "
-                       "scheduler's loops)")
-    group.add_argument("--tile-size", type=maybe_named(parse_sizes), metavar="[NAME=]N[,N..]",
-                       action="append", default=[],
-                       help="tile size per loop, or one per loop of the band (default: from "
-                       "the host's cache sizes); NAME=... (repeatable) sets it for the "
-                       "bands of one statement or ONNX node only")
-    group.add_argument("--blocking", type=maybe_named(parse_blocking),
-                       metavar="[NAME=]MR,NR,MC,NC,KC", action="append", default=[],
-                       help="register tile MR x NR and cache blocks MC x NC x KC of every "
-                       "contraction (MatMul, Gemm), or NAME=... of one; NR a multiple of 8 "
-                       "(default: from the shape and the host's cache sizes)")
-    group.add_argument("--threads", type=positive_int, metavar="N",
-                       help="threads of parallel loops (default: OMP_NUM_THREADS when the "
-                       "code runs; 1: serial code, no OpenMP regions)")
-    group.add_argument("--shape", metavar="NAME=D0,D1,...", type=parse_shape, action="append",
-                       default=[], help="fix the shape of input NAME (repeatable)")
-    group.add_argument("--dim", metavar="NAME=N", type=parse_dim, action="append",
-                       default=[], help="fix the dynamic dim NAME (e.g. batch) to N in every "
-                       "input and output that has it (repeatable)")
-    group.add_argument("--profile", action="store_true", default=None,
-                       help="compile timers around each loop nest into the code (read by "
-                       "'polyc bench --profile' or the Python API's profile())")
-    group.add_argument("--winograd", choices=("2x2", "4x4", "off"),
-                       help="3x3 stride-1 convs over 64+ channels: Winograd F(2x2, 3x3) "
-                       "(the default), F(4x4, 3x3) (faster, a few times the rounding "
-                       "error of a direct conv) or off (direct)")
-    group.add_argument("--memory-limit", type=parse_size, metavar="SIZE",
-                       help="the most memory one call may need, inputs, outputs, weights "
-                       "and scratch (512M, 64G; default: this machine's memory)")
+def add_compile_options(parser: argparse.ArgumentParser, kinds=(MODEL,)) -> None:
+    """The compile options' flags (polyc.options), and the compile cache's and the
+    progress line's."""
+    group = parser.add_argument_group("compilation (ONNX models only)" if kinds == (MODEL,)
+                                      else "compilation")
+    options.add_arguments(group, kinds)
     group.add_argument("--quiet", action="store_true",
                        help="no progress line while a long compile runs (shown on a "
                        "terminal after a second; also POLYC_PROGRESS=0)")
@@ -176,18 +63,6 @@ def add_compile_options(parser: argparse.ArgumentParser) -> None:
                        help="read and write the compile cache (default: on unless "
                        "POLYC_CACHE=0; --no-cache compiles from scratch and stores nothing; "
                        "see 'polyc cache')")
-    group.add_argument("--symbolic", metavar="NAME[,NAME...]", type=parse_names,
-                       action="append", default=[],
-                       help="keep the dynamic dim NAME symbolic: one artifact for every "
-                       "value, read from the input shapes at each call (repeatable)")
-    add_without(group)
-
-
-def add_without(group) -> None:
-    from polyc.strategies import STRATEGIES
-    group.add_argument("--without", metavar="STRATEGY[,...]", type=parse_names,
-                       help=f"leave these strategies out ({', '.join(STRATEGIES)}; "
-                            "all on by default)")
 
 
 def add_trace_options(parser) -> None:
@@ -232,9 +107,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("-o", "--output", metavar="OUT.so",
                      help="artifact to write (default: MODEL's name with .so, here)")
     add_compile_options(sub)
-    sub.add_argument("--check", action=argparse.BooleanOptionalAction, default=None,
-                     help="check (or not) every schedule's legality while compiling "
-                          "(default: the pipeline's)")
     sub.add_argument("--report", action="store_true", help="print the compilation report too")
     add_trace_options(sub)
 
@@ -253,13 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "polyc inspect jacobi-2d --param T=10 --param N=100",
                    "polyc inspect --graph model.onnx"])
     sub.add_argument("target", metavar="MODEL.onnx|ARTIFACT.so|KERNEL")
-    sub.add_argument("--param", metavar="NAME=N", type=parse_dim, action="append",
-                     default=[], help="a loop-nest or PolyBench kernel's parameter value "
-                     "(repeatable)")
     sub.add_argument("--graph", action="store_true",
                      help="show the ONNX graph before and after clean-up and what each "
                           "clean-up pass did, instead of compiling (ONNX models only)")
-    add_compile_options(sub)
+    add_compile_options(sub, (MODEL, NEST))
 
     sub = command("bench", bench_command,
                   "median run time of polyc (and of onnxruntime for an ONNX model)",
@@ -296,9 +165,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--function", metavar="NAME",
                      help="the kernel's function (default: the one with #pragma scop; a "
                           "function without the pragmas is compiled whole)")
-    sub.add_argument("--param", metavar="NAME=N", type=parse_dim, action="append",
-                     default=[], help="the value of an int parameter of the SCoP "
-                     "(default: the value a call of the kernel in the file passes)")
     sub.add_argument("-o", "--output", metavar="OUT.so|OUT.o",
                      help="write the kernel's function with its C signature (polyc's code "
                           "for these parameter values, the original loops for others): a "
@@ -311,28 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "statement a macro of its C text)")
     shown.add_argument("--inspect", action="store_true",
                        help="print the SCoP, dependences, schedule and loops")
-    group = sub.add_argument_group("compilation")
-    group.add_argument("--scheduler", metavar="NAME",
-                       help="'pluto' (default), 'isl' or 'original' (the source's order)")
-    group.add_argument("--fuse", choices=FUSE_POLICIES, metavar="POLICY",
-                       help="fusion policy: smart (default), none or max")
-    group.add_argument("--tile", action=argparse.BooleanOptionalAction, default=None,
-                       help="tile permutable loop bands (default: on)")
-    group.add_argument("--split", action=argparse.BooleanOptionalAction, default=None,
-                       help="split a statement at the iteration through which its "
-                            "innermost loop carries a dependence (default: on)")
-    group.add_argument("--expand", action=argparse.BooleanOptionalAction, default=None,
-                       help="expand local scalars set in each iteration of loops into "
-                            "arrays over those loops (default: on)")
-    group.add_argument("--threads", type=positive_int, metavar="N",
-                       help="threads of parallel loops (default: 1 for a C kernel)")
-    add_without(group)
-    group.add_argument("--autoselect", choices=("model", "measure", "off"),
-                       help="how the schedule is chosen among Pluto's and the original "
-                            "order's, tiled and not: model (the default unless --scheduler "
-                            "or --tile is given; the cheapest by vector lanes), measure "
-                            "(isl's too; each run on seeded inputs, the fastest kept) or "
-                            "off (the scheduler's)")
+    group = sub.add_argument_group("compilation (the defaults of loop nests, but 1 thread; "
+                                   "--autoselect model unless --scheduler or --tile is given)")
+    options.add_arguments(group, (NEST,), skip=("symbolic",))
 
     sub = command("tune", tune_command,
                   "sweep schedules, tiling strategies and tile sizes; time them interleaved "
@@ -380,17 +227,10 @@ def is_onnx(path: str) -> bool:
 
 
 def compile_options(args) -> dict:
-    """The options given on the command line, so that the pipeline's defaults apply to the rest."""
-    options = {"scheduler": args.scheduler, "fuse": args.fuse,
-               "shapes": dict(args.shape) or None, "dims": dict(args.dim) or None,
-               "symbolic": [n for names in args.symbolic for n in names] or None,
-               "check": getattr(args, "check", None),
-               "tile": args.tile, "tile_size": collect(args.tile_size, "--tile-size"),
-               "blocking": collect(args.blocking, "--blocking"),
-               "threads": args.threads, "profile": args.profile, "winograd": args.winograd,
-               "memory_limit": args.memory_limit, "cache": args.cache,
-               "without": args.without}
-    return {key: value for key, value in options.items() if value is not None}
+    """The options given on the command line (polyc.options), and --cache, so that the
+    pipeline's defaults apply to the rest."""
+    cache = {"cache": args.cache} if getattr(args, "cache", None) is not None else {}
+    return {**options.given(args), **cache}
 
 
 def compile_onnx(path: str, args, *, load: bool = True):
@@ -556,11 +396,10 @@ def compile_kernel(args):
     parameters (``--param``; a loop-nest kernel's small defaults, a PolyBench kernel's
     MEDIUM dataset)."""
     from polyc.tuner.targets import kernel_compiler
-    options = {key: value for key, value in compile_options(args).items()
-               if key in ("scheduler", "fuse", "tile", "tile_size", "blocking", "without")}
-    *_, build = kernel_compiler(args.target, params=dict(args.param) or None,
-                                threads=args.threads or 1)
-    return build(options)
+    chosen = options.given(args)
+    params, threads = chosen.pop("params", None), chosen.pop("threads", 1)
+    *_, build = kernel_compiler(args.target, params=params, threads=threads)
+    return build(chosen)
 
 
 def cleanup_text(args) -> str:
@@ -572,9 +411,9 @@ def cleanup_text(args) -> str:
         raise ModelError(f"no such model file: {args.target}")
     from polyc.frontend.cleanup import cleanup, describe  # heavy: onnx
     from polyc.frontend.load import load_model
-    loaded = load_model(args.target, shapes=dict(args.shape) or None,
-                        dims=dict(args.dim) or None,
-                        symbolic=[n for names in args.symbolic for n in names] or None)
+    chosen = options.given(args)
+    loaded = load_model(args.target, shapes=chosen.get("shapes"), dims=chosen.get("dims"),
+                        symbolic=chosen.get("symbolic"))
     cleaned = cleanup(loaded)
     sections = [("ONNX GRAPH", describe(loaded)),
                 ("CLEAN-UP", "\n".join(cleaned.notes) or "nothing changed"),
@@ -590,11 +429,8 @@ def cc_command(args) -> None:
         raise InputError(f"no such C source: {args.source}")
     kernel = from_c(Path(args.source), function=args.function, defines=args.defines,
                     include=args.includes)
-    options = {"scheduler": args.scheduler, "fuse": args.fuse, "tile": args.tile,
-               "split": args.split, "expand": args.expand, "without": args.without,
-               "threads": args.threads if args.threads is not None else 1}
-    if args.autoselect is not None:
-        options["autoselect"] = None if args.autoselect == "off" else args.autoselect
+    chosen = {"threads": 1, **options.given(args)}
+    params = chosen.pop("params", None)
     if args.output:
         check_target(args.output, reads=[args.source])  # before compiling
     trace_out = _trace_target(args, reads=[args.source, *filter(None, [args.output])])
@@ -605,8 +441,8 @@ def cc_command(args) -> None:
         values = kernel.values(trace.start.get("params"))
         compiled = _traced(args, kernel, trace)
     else:
-        values = kernel.values(dict(args.param) or None)
-        compiled = kernel.compile(params=values, **_given(options))
+        values = kernel.values(params)
+        compiled = kernel.compile(params=values, **chosen)
     _write_trace(trace_out, compiled)
     if args.output:
         from polyc.runtime.c_library import write_c_library
@@ -635,11 +471,6 @@ def cc_command(args) -> None:
     print("schedule:")
     for decision in compiled.schedule.decisions:
         print(f"  {decision}")
-
-
-def _given(options: dict) -> dict:
-    """The options given (None: not given), but autoselect, whose None means off."""
-    return {k: v for k, v in options.items() if v is not None or k == "autoselect"}
 
 
 def tune_command(args) -> None:

@@ -4,9 +4,6 @@ Every error a user can meet is a ``PolycError``; its message names what is wrong
 (the node, op, opset, tensor, statement, or input) so the CLI can print it as one line.
 """
 
-import difflib
-import functools
-import inspect
 
 
 class PolycError(Exception):
@@ -107,22 +104,3 @@ class OutputError(PolycError):
 
 class ArtifactError(PolycError):
     """A compiled artifact (.so) is missing, corrupt, or of another format version."""
-
-
-def checked_options(fn):
-    """``fn`` with its keyword options checked by name first: a misspelled one (``fusee=``)
-    is a PolycError naming the nearest valid option, not Python's bare TypeError."""
-    valid = [name for name, p in inspect.signature(fn).parameters.items()
-             if p.kind is inspect.Parameter.KEYWORD_ONLY]
-
-    @functools.wraps(fn)
-    def checked(*args, **options):
-        for name in options:
-            if name not in valid:
-                nearest = difflib.get_close_matches(name, valid, n=1)
-                hint = f"; did you mean {nearest[0]!r}?" if nearest else ""
-                raise PolycError(f"unknown option {name!r}{hint} (the options are "
-                                 f"{', '.join(valid)})")
-        return fn(*args, **options)
-
-    return checked

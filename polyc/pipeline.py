@@ -21,8 +21,8 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import islpy as isl
 import numpy as np
@@ -34,15 +34,14 @@ from polyc.codegen.inplace import storage, write_in_place
 from polyc.codegen.layout import INITIAL, BufferPlan, constant_data, plan_buffers, plan_for_parts
 from polyc.codegen.llvm import ENTRY, emit_module
 from polyc.codegen.profile import parts as profile_parts
-from polyc.errors import PolycError, ResourceError, checked_options
+from polyc.errors import PolycError, ResourceError
 from polyc.frontend import import_model
 from polyc.frontend.core import Graph
-from polyc.frontend.ops.winograd import CHOICES as WINOGRAD_CHOICES
-from polyc.frontend.ops.winograd import DEFAULT as DEFAULT_WINOGRAD
 from polyc.fusion.groups import FusionGroups, fuse
 from polyc.fusion.inline import inline_temporaries
 from polyc.islutil import OverBudget
 from polyc.limits import check_memory, tensor_bytes
+from polyc.options import MODEL, NEST, Options, describe
 from polyc.scheduler import ScheduleResult, check_legality, schedule
 from polyc.scop.build import build_scop
 from polyc.scop.dependences import compute_dependences
@@ -50,70 +49,12 @@ from polyc.scop.expand import expand_scalars
 from polyc.scop.model import Scop
 from polyc.scop.params import bind_parameters, check_values
 from polyc.scop.split import split_index_sets
-from polyc.strategies import checked as checked_strategies
 from polyc.tiling import tile
-from polyc.tiling.microkernel import Blocking, as_blocking
+from polyc.tiling.cache import assumed
 from polyc.tiling.parallel import parallelize
 
 if TYPE_CHECKING:
     from polyc.runtime.native import NativeProgram
-
-
-@dataclass(frozen=True)
-class Options:
-    """What the user chose; part of the artifact's manifest."""
-
-    scheduler: str = "pluto"
-    fuse: str = "smart"
-    check: bool = True  # run the legality checker on the schedule
-    fast_math: bool = True  # float reassociation and FMA contraction allowed
-    tile: bool = True  # tile permutable bands (and order their loops for vectors)
-    # per band member; None: from the host's caches; or {statement or node name: size}
-    tile_size: int | tuple[int, ...] | Mapping[str, Any] | None = None
-    # contraction sizes; None: from the shape and caches; or {statement or node: blocking}
-    blocking: Blocking | Mapping[str, Any] | None = None
-    shapes: Mapping[str, tuple[int, ...]] | None = None
-    dims: Mapping[str, int] | None = None  # named dynamic dims fixed everywhere
-    params: Mapping[str, int] | None = None  # parameter values (loop nests)
-    symbolic: tuple[str, ...] | None = None  # dims (parameters) left symbolic
-    threads: int | None = None  # parallel loops: None OpenMP's default, 1 serial code
-    profile: bool = False  # timers around each loop nest (polyc.codegen.profile)
-    winograd: str = DEFAULT_WINOGRAD  # 3x3 convs: "2x2", "4x4" or "off" (frontend)
-    memory_limit: int | None = None  # bytes a call may need; None: the machine's memory
-    # loop nests: None (the scheduler and tiling given), "model" (the cheapest of a few
-    # schedules by polyc.scheduler.cost), "measure" (the fastest when run)
-    autoselect: str | None = None
-    split: bool = True  # split statements where that makes a loop parallel (scop.split)
-    expand: bool = True  # expand scratch scalars over the loops around them (scop.expand)
-    # innermost loops that carry nothing tell LLVM so (llvm.loop.parallel_accesses)
-    parallel_hints: bool = True
-    # strategies left out (polyc.strategies: inline, recipe, diamond, wavefront..)
-    without: tuple[str, ...] = ()
-
-    def __post_init__(self):
-        object.__setattr__(self, "without", checked_strategies(self.without))
-        if self.winograd not in WINOGRAD_CHOICES:
-            raise PolycError(f"winograd must be one of {', '.join(WINOGRAD_CHOICES)}, "
-                             f"got {self.winograd!r}")
-        limit = self.memory_limit
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                                  or limit < 1):
-            raise PolycError(f"memory_limit must be a positive number of bytes or None (this "
-                             f"machine's memory), got {limit!r}")
-        threads = self.threads
-        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
-                                    or threads < 1):
-            raise PolycError(f"threads must be a positive int or None (OMP_NUM_THREADS), "
-                             f"got {threads!r}")
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["shapes"] = {k: list(v) for k, v in (self.shapes or {}).items()}
-        data["dims"] = dict(self.dims or {})
-        data["params"] = dict(self.params or {})
-        data["symbolic"] = list(self.symbolic or ())
-        data["without"] = list(self.without)
-        return data
 
 
 @dataclass(frozen=True)
@@ -273,7 +214,14 @@ def schedule_scop(scop: Scop, options: Options, stages: _Stages
 def lower_schedule(scop: Scop, groups: FusionGroups, scheduled: ScheduleResult,
                    options: Options, stages: _Stages) -> Compilation:
     """A scheduled SCoP (:func:`schedule_scop`) -> LLVM IR: the legality check, the
-    parameters bound, autoselection, tiling, parallel marks and code generation."""
+    parameters bound, autoselection, tiling, parallel marks and code generation;
+    tiling sizes for ``options.caches`` (default: the host's)."""
+    with assumed(options.caches):
+        return _lowered(scop, groups, scheduled, options, stages)
+
+
+def _lowered(scop: Scop, groups: FusionGroups, scheduled: ScheduleResult,
+             options: Options, stages: _Stages) -> Compilation:
     if options.check:
         stages.run("legality", check_legality, scop, scheduled.schedule)
     unbound = scop
@@ -381,113 +329,50 @@ def compile_model(model, **options) -> "CompiledModel":
     return build(model, **options).loaded()
 
 
-@checked_options
-def build(model, *, scheduler: str = "pluto", fuse: str = "smart", check: bool = True,
-          shapes: Mapping[str, tuple[int, ...]] | None = None,
-          dims: Mapping[str, int] | None = None,
-          symbolic: Sequence[str] | None = None,
-          fast_math: bool = True, tile: bool = True,
-          tile_size=None, blocking=None,
-          threads: int | None = None, profile: bool = False,
-          winograd: str = DEFAULT_WINOGRAD,
-          memory_limit: int | None = None, split: bool = False, expand: bool = False,
-          without: Sequence[str] = (), cache: bool | None = None) -> "CompiledModel":
+def build(model, *, cache: bool | None = None, **options) -> "CompiledModel":
     """Compile ``model`` (path, bytes or ModelProto) to native code, not yet loaded
-    (:func:`compile_model` loads it). ``shapes`` (``{"x": (1, 3, 224, 224)}``) fixes
-    whole input shapes and ``dims`` (``{"batch": 8}``) named dynamic dims wherever
-    they appear; ``symbolic`` (``["batch"]``) keeps named dynamic dims symbolic: the
-    code takes any value, read from the input shapes at each call;
-    ``fast_math=False`` keeps IEEE float order: no reassociation, no FMA contraction;
-    ``tile=False`` keeps the scheduler's loops untiled; ``blocking`` (a
-    :class:`~polyc.tiling.microkernel.Blocking` or ``(mr, nr, mc, nc, kc)``) fixes the
-    register tile and cache blocks of every contraction; ``tile_size`` and ``blocking``
-    may also be ``{statement or ONNX node name: value}`` (:mod:`polyc.tiling.overrides`)
-    to fix only those statements' bands; ``threads`` runs parallel
-    loops on that many threads (None: ``OMP_NUM_THREADS`` at run time; 1: serial code);
-    ``profile`` compiles timers around each loop nest into the code (see
-    :meth:`CompiledModel.profile`, which needs no such build); ``winograd`` is how 3x3
-    stride-1 convs that qualify run (:mod:`polyc.frontend.ops.winograd`): ``"2x2"``
-    (F(2x2, 3x3), as accurate as a direct conv), ``"4x4"`` (F(4x4, 3x3), faster, a few
-    times a direct conv's rounding error) or ``"off"`` (direct); ``memory_limit`` (bytes,
-    default this machine's memory) bounds what one call needs, inputs, outputs,
-    constants and scratch (:mod:`polyc.limits`); ``split=True`` splits statements where
-    that makes a loop parallel (:mod:`polyc.scop.split`; on for loop nests, off for
-    models until it is tested on them; nor do models get :mod:`polyc.codegen.ast`'s
-    parallel-loop hints, whose cost on large models is unmeasured), ``expand=True``
-    expands scratch scalars (:mod:`polyc.scop.expand`; models have none); ``without``
-    names strategies to leave out (:mod:`polyc.strategies`: ``inline``, ``recipe``,
-    ``diamond``, ``wavefront``, ``distribute``, ``reorder``, ``inward``); ``cache``
-    (default: on unless ``POLYC_CACHE=0``) reads and writes the compile cache
-    (:mod:`polyc.cache`): a model compiled before with the same options loads without
-    compiling."""
-    options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
-                      shapes=dict(shapes) if shapes else None,
-                      dims=dict(dims) if dims else None,
-                      symbolic=_names(symbolic), threads=threads, profile=bool(profile),
-                      winograd=winograd, memory_limit=memory_limit, split=bool(split),
-                      expand=bool(expand), parallel_hints=False,
-                      without=without)
-    return build_model(model, options, cache=cache)
+    (:func:`compile_model` loads it). ``cache`` (default: on unless ``POLYC_CACHE=0``)
+    reads and writes the compile cache (:mod:`polyc.cache`): a model compiled before
+    with the same options loads without compiling. The options
+    (:class:`polyc.options.Options`), with their defaults for ONNX models:
+
+"""
+    return build_model(model, Options.of(MODEL, options), cache=cache)
 
 
-@checked_options
-def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
-                 symbolic: Sequence[str] | None = None, scheduler: str = "pluto",
-                 fuse: str = "smart", check: bool = True,
-                 fast_math: bool = True, tile: bool = True,
-                 tile_size=None, blocking=None,
-                 threads: int | None = None, profile: bool = False,
-                 autoselect: str | None = None, split: bool = True,
-                 expand: bool = True, without: Sequence[str] = ()) -> "CompiledModel":
+def compile_scop(scop: Scop, **options) -> "CompiledModel":
     """Compile a SCoP (e.g. a :class:`polyc.scop.nest.LoopNest`'s) at the parameter
     values ``params``, but for the parameters in ``symbolic``, which the code takes at
     run time (read from the array shapes that name them); its ``run`` returns every
-    array's final value. Options as for :func:`compile_model`; ``autoselect`` chooses
-    among several schedules (:mod:`polyc.autoselect`): ``"model"`` the cheapest by a
-    cost model, ``"measure"`` the fastest on seeded inputs."""
-    symbolic = _names(symbolic)
-    values = check_values(scop, params, symbolic or ())  # name a missing value now
-    if autoselect not in AUTOSELECT:
-        raise PolycError(f"autoselect must be one of {', '.join(map(str, AUTOSELECT))}, "
-                         f"got {autoselect!r}")
-    options = Options(scheduler, fuse, check, fast_math, tile, tile_size, _blocking(blocking),
-                      params=values or None, symbolic=symbolic, threads=threads,
-                      profile=bool(profile),
-                      autoselect="model" if autoselect == "model" else None,
-                      split=bool(split), expand=bool(expand),
-                      without=without)
+    array's final value. ``autoselect`` chooses among several schedules
+    (:mod:`polyc.autoselect`): ``"model"`` the cheapest by a cost model, ``"measure"``
+    the fastest on seeded inputs. The options (:class:`polyc.options.Options`), with
+    their defaults for loop nests:
+
+"""
+    options = Options.of(NEST, options)
+    values = check_values(scop, options.params, options.symbolic or ())  # name a missing one
+    options = replace(options, params=values or None)
+    measure = options.autoselect == "measure"
+    if measure:
+        options = replace(options, autoselect=None)
 
     def compile_with(scheduler: str, tile: bool) -> CompiledModel:
         chosen = replace(options, scheduler=scheduler, tile=tile)
         compilation = lower_scop(scop, chosen, _Stages())
         return CompiledModel(native_code(compilation), compilation).loaded()
 
-    if autoselect == "measure":
-        if symbolic:
+    if measure:
+        if options.symbolic:
             raise PolycError("autoselect='measure' runs the code at the parameters' values: "
                              "keep no parameter symbolic")
         from polyc.autoselect import measured
-        return measured(compile_with, scheduler, tile)
-    return compile_with(scheduler, tile)
+        return measured(compile_with, options.scheduler, options.tile)
+    return compile_with(options.scheduler, options.tile)
 
 
-AUTOSELECT = (None, "model", "measure")
-
-
-def _names(symbolic) -> tuple[str, ...] | None:
-    """The dim names to keep symbolic, as a tuple (a single name is accepted)."""
-    if not symbolic:
-        return None
-    names = (symbolic,) if isinstance(symbolic, str) else tuple(symbolic)
-    bad = [n for n in names if not isinstance(n, str) or not n]
-    if bad:
-        raise PolycError(f"symbolic takes dim names (strings), got {bad[0]!r}")
-    return names
-
-
-def _blocking(value):
-    """A :class:`Blocking`, a mapping of them (checked by the tiling stage), or None."""
-    return dict(value) if isinstance(value, Mapping) else as_blocking(value)
+build.__doc__ += describe(MODEL)
+compile_scop.__doc__ += describe(NEST)
 
 
 def build_model(model, options: Options, *, cache: bool | None = None) -> "CompiledModel":

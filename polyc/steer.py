@@ -46,6 +46,7 @@ from polyc.marks import LANES
 from polyc.marks import PARALLEL as PARALLEL_MARK
 from polyc.marks import VECTOR as VECTOR_MARK
 from polyc.notation import natural, pluto_notation
+from polyc.options import MODEL, NEST, START, Options, describe, option_names
 from polyc.scheduler import ScheduleResult, transform
 from polyc.scheduler.legality import (
     backward_member,
@@ -54,7 +55,7 @@ from polyc.scheduler.legality import (
     check_permutable,
 )
 from polyc.scheduler.tree import flag_text
-from polyc.trace import Trace, plain
+from polyc.trace import Trace, compile_option_names, plain, recorded
 
 Band = str | tuple[str, int] | Sequence[Any]
 
@@ -70,43 +71,26 @@ class Schedule:
     options (``scheduler="original"``: the loops as written; split and expand default
     on for loop nests, off for models, as ``compile`` has them)."""
 
-    def __init__(self, nest, *, params: Mapping[str, int] | None = None,
-                 symbolic: Sequence[str] | None = None, scheduler: str = "pluto",
-                 fuse: str = "smart", split: bool | None = None, expand: bool | None = None,
-                 shapes: Mapping[str, Sequence[int]] | None = None,
-                 dims: Mapping[str, int] | None = None, winograd: str | None = None,
-                 _initial: str | None = None):
-        from polyc.pipeline import Options, _Stages, schedule_scop
+    def __init__(self, nest, *, _initial: str | None = None, **options):
+        from polyc.pipeline import _Stages, schedule_scop
         from polyc.scop.params import check_values
-        symbolic = tuple(symbolic or ())
         self._graph = self._source = None
-        if _is_model(nest):
-            scop = self._model_scop(nest, symbolic, shapes, dims, winograd)
-            split, expand = bool(split), bool(expand)  # (off for models, as compile has)
-            self.start = {"symbolic": list(symbolic), "scheduler": scheduler, "fuse": fuse,
-                          "split": split, "expand": expand,
-                          "shapes": {k: list(v) for k, v in (shapes or {}).items()},
-                          "dims": dict(dims or {}), "winograd": self._winograd}
-            self._options = Options(scheduler, fuse, symbolic=self._graph.params or None,
-                                    split=split, expand=expand, parallel_hints=False,
-                                    shapes=self.start["shapes"] or None,
-                                    dims=self.start["dims"] or None, winograd=self._winograd)
+        self._kind = MODEL if _is_model(nest) else NEST
+        self._options = Options.of(self._kind, options, names=option_names(self._kind, START))
+        if self._kind == MODEL:
+            scop = self._model_scop(nest)
+            self.start = self._options.chosen(START, MODEL)
+            # (the graph's symbolic dims as isl parameter names)
+            self._options = replace(self._options, symbolic=self._graph.params or None)
         else:
-            if shapes or dims or winograd:
-                raise PolycError("shapes, dims and winograd are options of ONNX models, not "
-                                 "of loop nests")
+            params = self._options.params
             if hasattr(nest, "values") and hasattr(nest, "nest"):  # a C kernel
                 params = nest.values(params)
             scop = nest.scop(params) if hasattr(nest, "values") else (
                 nest.scop() if hasattr(nest, "scop") else nest)
-            values = check_values(scop, params, symbolic)
-            split = True if split is None else split
-            expand = True if expand is None else expand
-            self.start = {"params": dict(values), "symbolic": list(symbolic),
-                          "scheduler": scheduler, "fuse": fuse, "split": split,
-                          "expand": expand}
-            self._options = Options(scheduler, fuse, params=values or None,
-                                    symbolic=symbolic or None, split=split, expand=expand)
+            values = check_values(scop, params, self._options.symbolic or ())
+            self._options = replace(self._options, params=values or None)
+            self.start = self._options.chosen(START, NEST)
         self.scop, self._groups, result = schedule_scop(scop, self._options, _Stages())
         self.decisions = result.decisions
         if _initial is not None and _initial != str(result.schedule):
@@ -117,14 +101,13 @@ class Schedule:
         self.tree: isl.Schedule = result.schedule
         self._trace = Trace(dict(self.start), str(self.tree))
 
-    def _model_scop(self, model, symbolic, shapes, dims, winograd):
+    def _model_scop(self, model):
         """An ONNX model's SCoP, through the frontend as ``polyc.compile`` runs it."""
         from polyc.frontend import import_model
-        from polyc.frontend.ops.winograd import DEFAULT
         from polyc.scop.build import build_scop
-        self._winograd = winograd or DEFAULT
-        self._graph = import_model(model, shapes=shapes, dims=dims,
-                                   symbolic=symbolic or None, winograd=self._winograd)
+        options = self._options
+        self._graph = import_model(model, shapes=options.shapes, dims=options.dims,
+                                   symbolic=options.symbolic, winograd=options.winograd)
         self._source = model
         return build_scop(self._graph)
 
@@ -337,22 +320,20 @@ class Schedule:
 
     # -- compiling -----------------------------------------------------------------
 
-    def compile(self, *, threads: int | None = None, tile: bool = False, fast_math: bool = True,
-                check: bool = True, profile: bool = False, without: Sequence[str] = (),
-                tile_size: int | Sequence[int] | None = None):
+    def compile(self, **options):
         """Native code for the schedule as steered (a :class:`~polyc.pipeline.
-        CompiledModel`, whose ``run`` returns every array's final value); ``tile=True``
-        runs polyc's automatic tiling on it too (``without`` as for ``compile``);
-        ``threads`` as for ``compile`` (None: OpenMP's default; 1: serial code, the
-        parallel marks ignored)."""
+        CompiledModel`, whose ``run`` returns every array's final value). The options
+        are those of the stages after the scheduler's (:class:`polyc.options.Options`),
+        as for ``compile`` but that ``tile`` defaults off here (``tile=True`` runs
+        polyc's automatic tiling on the steered schedule too) and ``threads`` (None:
+        OpenMP's default; 1: serial code, the parallel marks ignored):
+
+"""
         from polyc.pipeline import CompiledModel, _Stages, lower_schedule, native_code
-        size = tuple(tile_size) if isinstance(tile_size, (list, tuple)) else tile_size
-        options = replace(self._options, tile=tile, threads=threads, fast_math=fast_math,
-                          check=check, profile=bool(profile), without=tuple(without),
-                          tile_size=size)
-        self._trace.compile = {"tile": tile, "tile_size": plain(tile_size),
-                               "without": list(without), "threads": threads,
-                               "fast_math": fast_math}
+        names = compile_option_names(self._kind)
+        chosen = Options.of(self._kind, {"tile": False, **options}, names=names)
+        options = replace(self._options, **{n: getattr(chosen, n) for n in names})
+        self._trace.compile = recorded(options, self._kind)
         notes = tuple(f"steered: {line.strip()}" for line in str(self.trace).splitlines()[1:]
                       if not line.strip().startswith(".compile("))
         result = ScheduleResult(self._options.scheduler, self.tree,
@@ -360,10 +341,12 @@ class Schedule:
         compilation = lower_schedule(self.scop, self._groups, result, options, _Stages())
         if self._graph is None:
             return CompiledModel(native_code(compilation), compilation).loaded()
-        shown = replace(options, symbolic=tuple(self.start["symbolic"]) or None)
+        shown = replace(options, symbolic=self.start["symbolic"] or None)
         compilation = replace(compilation, graph=self._graph, options=shown)
         source = self._source if not _is_proto(self._source) else None
         return CompiledModel(native_code(compilation), compilation, source=source).loaded()
+
+    compile.__doc__ += describe(NEST, compile_option_names(NEST), tile=False)
 
     # -- the machinery -------------------------------------------------------------
 

@@ -9,6 +9,7 @@ tune`` saves its best point's.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from polyc.errors import PolycError
+from polyc.options import MODEL, NEST, REST, START, Options, option_names, plain
 
 if TYPE_CHECKING:
     from polyc.steer import Schedule
@@ -103,42 +105,37 @@ class Trace:
     def compiled(self, nest, **overrides):
         """:meth:`replay` on ``nest``, compiled with the options the trace recorded
         (``overrides`` replace some: ``threads=2``)."""
-        options = {k: argument(v) for k, v in self.compile.items()}
-        return self.replay(nest).compile(**{**options, **overrides})
+        return self.replay(nest).compile(**{**self.compile, **overrides})
 
 
 def trace_of(compilation, nest=None) -> Trace:
     """The trace of an automatic compile (a loop nest's, a C kernel's or an ONNX
     model's :class:`~polyc.pipeline.Compilation`): its first stages' options, the
     schedule tiling started from (the autoselected one, if any) and the options of
-    the rest, so that :meth:`Trace.compiled` redoes the compile, the same tree and the
-    same code on the same host."""
+    the rest, the cache sizes tiling sized for among them, so that
+    :meth:`Trace.compiled` redoes the compile: the same tree, the same tiles and the
+    same LLVM IR, on this host or another."""
     options = compilation.options
-    if options.blocking is not None or isinstance(options.tile_size, Mapping):
-        raise PolycError("a trace records tile sizes for every band only, not blocking "
-                         "or sizes per statement")
-    start = {"symbolic": list(options.symbolic or ()),
-             "scheduler": compilation.schedule.scheduler, "fuse": options.fuse,
-             "split": options.split, "expand": options.expand}
-    if compilation.graph is not None:
-        start.update(shapes={k: list(v) for k, v in (options.shapes or {}).items()},
-                     dims=dict(options.dims or {}), winograd=options.winograd)
-    else:
-        start = {"params": dict(options.params or {}), **start}
+    kind = MODEL if compilation.graph is not None else NEST
+    start = {**options.chosen(START, kind), "scheduler": compilation.schedule.scheduler}
     untiled = str(compilation.untiled)
-    return Trace(start, untiled, [], untiled,
-                 {"tile": options.tile, "tile_size": plain(options.tile_size),
-                  "without": list(options.without), "threads": options.threads,
-                  "fast_math": options.fast_math})
+    return Trace(start, untiled, [], untiled, recorded(options, kind))
 
 
-def plain(value):
-    """``value`` with tuples as lists: as JSON keeps it."""
-    if isinstance(value, (tuple, list)):
-        return [plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
-    return value
+def compile_option_names(kind: str) -> list[str]:
+    """The options a steered schedule compiles with (:meth:`polyc.Schedule.compile`):
+    those of the stages after the scheduler's but the choice among schedules."""
+    return [n for n in option_names(kind, REST) if n != "autoselect"]
+
+
+def recorded(options: Options, kind: str) -> dict[str, Any]:
+    """The compile options a trace records: :func:`compile_option_names`'s, with the
+    cache sizes tiling sizes for (the host's, unless given) written out."""
+    from polyc.tiling.cache import assumed, host_caches
+    with assumed(options.caches):
+        caches = dataclasses.asdict(host_caches())
+    chosen = options.chosen(REST, kind)
+    return {**{n: chosen[n] for n in compile_option_names(kind)}, "caches": caches}
 
 
 def argument(value):

@@ -8,7 +8,7 @@ from pathlib import Path
 import polyc
 
 STAGES = ["frontend", "scop", "fusion", "scheduler", "tiling", "codegen", "runtime"]
-BOTTOM = ["marks", "notation", "islutil", "errors", "config", "strategies"]
+BOTTOM = ["marks", "notation", "islutil", "errors", "config", "strategies", "options"]
 ROOT = Path(polyc.__file__).parent
 
 

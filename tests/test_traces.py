@@ -3,6 +3,7 @@ ONNX model's automatic compile recorded and compiled again to the same trace and
 same LLVM IR; --trace-in / --trace-out on polyc compile and polyc cc; steering an ONNX
 model's schedule; the tuner's best trace."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import polyc
 from polyc.cli import main
 from polyc.errors import RefusedError
 from polyc.scop.polybench import KERNELS
+from polyc.tiling.cache import host_caches
 from polyc.trace import Trace, trace_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,8 +29,11 @@ def test_a_nests_compile_replays_to_the_same_code():
     params = {"T": 20, "N": 3000}
     compiled = kernel.build().compile(params=params, tile_size=(8, 64), threads=1)
     trace = trace_of(compiled.compilation)
-    assert trace.compile == {"tile": True, "tile_size": [8, 64], "without": [],
-                             "threads": 1, "fast_math": True}
+    assert trace.compile == {"check": True, "fast_math": True, "tile": True,
+                             "tile_size": [8, 64], "blocking": None, "threads": 1,
+                             "profile": False, "memory_limit": None,
+                             "parallel_hints": True, "without": [],
+                             "caches": dataclasses.asdict(host_caches())}
     again = Trace.from_json(json.loads(json.dumps(trace.to_json()))).compiled(kernel.build())
     assert again.compilation.llvm_ir == compiled.compilation.llvm_ir
     assert trace_of(again.compilation).to_json() == trace.to_json()

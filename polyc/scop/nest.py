@@ -20,11 +20,11 @@ parameter values are bound only when compiling.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 import islpy as isl
 
-from polyc.errors import NestError, NotAffineError, checked_options
+from polyc.errors import NestError, NotAffineError
 from polyc.frontend.core import CASTS, FLOATS, NUMERIC, Call, Const, DtypeError, result_dtype
 from polyc.islutil import (
     identity_schedule,
@@ -127,33 +127,17 @@ class LoopNest:
         return Scop(ctx=self.ctx, arrays=arrays, statements=statements, order=scop.order,
                     constants={}, params=self.params, context=self.context)
 
-    @checked_options
-    def compile(self, *, params: Mapping[str, int] | None = None,
-                symbolic: Sequence[str] | None = None, scheduler: str = "pluto",
-                fuse: str = "smart", check: bool = True, fast_math: bool = True,
-                tile: bool = True, tile_size=None, blocking=None,
-                threads: int | None = None, profile: bool = False,
-                autoselect: str | None = None, split: bool = True, expand: bool = True,
-                without=()):
+    def compile(self, **options):
         """Native code for the nest at these parameter values: a
         :class:`polyc.pipeline.CompiledModel` whose ``run({array: value})`` returns every
         array's final value (given arrays are copied, omitted ``result`` arrays start at 0).
         Parameters in ``symbolic`` get no value: the code takes any, read from the
         shapes of the given arrays (an array extent that is the parameter).
         The nest is one fusion group: ``fuse`` (none / smart / max, or Pluto's nofuse /
-        smartfuse / maxfuse) is the policy the scheduler cuts it by; ``threads`` and
-        ``profile`` as for :func:`polyc.compile`; ``autoselect="measure"`` keeps the
-        fastest of several schedules (:mod:`polyc.autoselect`); ``split=False`` keeps
-        statements whole (:mod:`polyc.scop.split`), ``expand=False`` scratch scalars
-        scalar (:mod:`polyc.scop.expand`); ``without`` names strategies to leave
-        out (:mod:`polyc.strategies`)."""
+        smartfuse / maxfuse) is the policy the scheduler cuts it by. The options are
+        :func:`polyc.pipeline.compile_scop`'s (:class:`polyc.options.Options`)."""
         from polyc.pipeline import compile_scop
-        return compile_scop(self.scop(), params=params, symbolic=symbolic,
-                            scheduler=scheduler, fuse=fuse,
-                            check=check, fast_math=fast_math, tile=tile, tile_size=tile_size,
-                            blocking=blocking, threads=threads, profile=profile,
-                            autoselect=autoselect, split=split, expand=expand,
-                            without=without)
+        return compile_scop(self.scop(), **options)
 
     # -- checking and building the isl objects --------------------------------------
 

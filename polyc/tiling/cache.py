@@ -8,7 +8,11 @@ inside it. Sizes are multiples of 16 floats (one zmm vector) between 16 and 256.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import dataclasses
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from math import isqrt
 from pathlib import Path
@@ -26,8 +30,33 @@ class Caches:
     l3: int
 
 
-@functools.cache
+# the sizes a compile tiles for instead of the host's (Options.caches), while it runs
+_ASSUMED: contextvars.ContextVar[Caches | None] = contextvars.ContextVar("caches", default=None)
+
+
+@contextlib.contextmanager
+def assumed(levels: Mapping[str, int] | None):
+    """Within the block, :func:`host_caches` gives ``levels`` (bytes by level name:
+    ``{"l2": 262144}``) for the levels given, the host's for the others; None: the
+    host's."""
+    if not levels:
+        yield
+        return
+    token = _ASSUMED.set(dataclasses.replace(host_caches(), **levels))
+    try:
+        yield
+    finally:
+        _ASSUMED.reset(token)
+
+
 def host_caches(root: Path = SYSFS) -> Caches:
+    """The cache sizes tiling sizes for: the host's (:func:`sysfs_caches`), or those
+    a compile assumes instead (:func:`assumed`)."""
+    return _ASSUMED.get() or sysfs_caches(root)
+
+
+@functools.cache
+def sysfs_caches(root: Path = SYSFS) -> Caches:
     """Data/unified cache sizes per level from sysfs; the defaults where missing."""
     found: dict[int, int] = {}
     for index in sorted(root.glob("index*")):

@@ -38,6 +38,7 @@ import numpy as np
 
 from polyc.frontend.core import Call, Const, Ix, Read
 from polyc.frontend.ops.elementwise import fold
+from polyc.options import DEFAULT_WINOGRAD, WINOGRAD_CHOICES
 
 
 @dataclass(frozen=True)
@@ -121,8 +122,7 @@ MAX_WASTE = 1.35
 # that fits. F(4x4, 3x3) is opt-in: over 64-256 channels its results were 2-3.5e-6 of
 # the largest output off onnxruntime's (a direct conv's 1.1-1.8e-6, F(2x2)'s 0.5-0.6e-6),
 # up to 5e-5 absolute, beyond the rtol 1e-4 / atol 1e-5 polyc is tested to.
-CHOICES = ("2x2", "4x4", "off")
-DEFAULT = "2x2"
+CHOICES, DEFAULT = WINOGRAD_CHOICES, DEFAULT_WINOGRAD  # (polyc.options: the option)
 
 
 def transform(ctx, X, W, B, win, groups: int) -> Transform | None:
