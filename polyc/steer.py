@@ -9,11 +9,11 @@ band, named by a statement below it and its depth among the bands above that sta
 result before keeping it: every dependence still runs forward, every band marked
 permutable is, and every parallel loop carries nothing. The primitives: ``interchange``,
 ``permute``, ``skew``, ``shift``, ``reverse`` (affine rows of one band), ``tile``,
-``tile2``, ``diamond``, ``wavefront`` (tiles), ``fuse``, ``distribute`` (loops shared
-or not), ``unroll_jam``, ``vectorize`` and ``parallel``. A primitive that would break
-a dependence is refused with :class:`~polyc.errors.RefusedError`, which names the
-dependence and an instance pair it would run backward (``witness``); the schedule is
-left as it was.
+``tile2``, ``diamond``, ``wavefront``, ``isolate`` (tiles), ``fuse``, ``distribute``
+(loops shared or not), ``unroll_jam``, ``vectorize`` and ``parallel``. A primitive that
+would break a dependence is refused with :class:`~polyc.errors.RefusedError`, which
+names the dependence and an instance pair it would run backward (``witness``); the
+schedule is left as it was.
 
 jacobi-1d's original loops, as Pluto writes schedules::
 
@@ -55,6 +55,7 @@ from polyc.scheduler.legality import (
     check_permutable,
 )
 from polyc.scheduler.tree import flag_text
+from polyc.scop.params import bind_parameters
 from polyc.trace import Trace, compile_option_names, plain, recorded
 
 Band = str | tuple[str, int] | Sequence[Any]
@@ -183,7 +184,7 @@ class Schedule:
         Refused unless the band is permutable (every dependence it must keep runs
         forward or stays along each member), with the member and the dependence
         that go backward."""
-        node = self._band(band)
+        node = self._band(band, "tile")
         count = node.band_n_member()
         sizes = [sizes] * count if isinstance(sizes, int) else list(sizes)
         values, sizes = self._sizes(node, sizes)
@@ -220,7 +221,7 @@ class Schedule:
         rows: ``(c/s0, phi_1/s1, .., t, phi_1, ..)``. Refused for a band that is not a
         stencil's (a time loop outermost, the others skewed by it) or has no such row."""
         from polyc.tiling.stencil import describe_row, diamond_row, diamond_tile, stencil_band
-        node = self._band(band)
+        node = self._band(band, "diamond")
         values, _ = self._sizes(node, sizes, whole=True)
         stencil = stencil_band(self.scop, node)
         if stencil is None:
@@ -248,6 +249,45 @@ class Schedule:
         return self._rewrite("wavefront", band, {},
                              lambda found: transform.skew(found, 0, 1, 1))
 
+    def isolate(self, band: Band) -> "Schedule":
+        """Generate ``band``'s full tiles apart from its partial ones: ``band`` is a
+        band of tile loops over a band of point loops (as :meth:`tile` makes them), and
+        the tiles whose points all run (for every statement) get isl's ``isolate``
+        option, so their point loops have constant bounds (constant trip counts),
+        without the ``min`` that the partial tiles at the edges need; those run in
+        code of their own. The times are unchanged. ``tile("S1", [8, 16])`` then
+        ``isolate("S1")`` on ``(i, j)`` over 37 x 45::
+
+            before: for (c0 = 0; c0 <= 4; c0++) for (c1 = 0; c1 <= 2; c1++)
+                      for (c2 = 0; c2 <= min(7, -8*c0 + 36); c2++)
+                        for (c3 = 0; c3 <= min(15, -16*c1 + 44); c3++) S1(..)
+            after:  for (c0 = 0; c0 <= 3; c0++) {
+                      for (c1 = 0; c1 <= 1; c1++)       // the full tiles
+                        for (c2 = 0; c2 <= 7; c2++) for (c3 = 0; c3 <= 15; c3++) S1(..)
+                      ..the last column of tiles }
+                    ..the last row of tiles
+
+        Refused for a band that is not a band of tile loops, or that has no full tile
+        at the parameters' values. Isolate last: the primitives that rebuild a band
+        refuse the isolated band and the bands above it (isl rebuilds none whose
+        subtree the option anchors), :meth:`parallel` drops the option of the band it
+        marks (the bands below keep theirs: mark member 0), and ``compile(tile=True)``
+        leaves the isolated band as it is."""
+        node = self._band(band)
+        sizes = transform.point_sizes(node)
+        if sizes is None:
+            raise RefusedError(f"isolate {_name(band)} refused: not a band of tile loops "
+                               "(its child must be a band of as many point loops, each "
+                               "from 0 to its tile size less one, as tile makes them)")
+        tiles = transform.full_tiles(node, sizes)
+        context = bind_parameters(self.scop, self._options.params,
+                                  self._options.symbolic or ()).context
+        if (tiles if context is None else tiles.intersect_params(context)).is_empty():
+            raise RefusedError(f"isolate {_name(band)} refused: no tile of sizes {sizes} is "
+                               "full")
+        isolated = node.band_set_ast_build_options(transform.isolate_option(node, tiles))
+        return self._keep("isolate", band, {}, isolated.get_schedule())
+
     def distribute(self, band: Band, at: int, order: Sequence[str] = ()) -> "Schedule":
         """Distribute the band's loops from member ``at`` on over its statements: a row
         constant per statement goes before member ``at`` (``order`` first, in that
@@ -265,7 +305,7 @@ class Schedule:
         loops of the ``fusion`` kernel, ``fuse("S1")``: ``(0, i, j)``, ``(1, i, j)``,
         ``(2, i)`` -> ``(i, 0, j)``, ``(i, 1, j)``, ``(i, 2)``. Refused where a
         dependence would run backward."""
-        node = self._band(band)
+        node = self._band(band, "fuse")
         fused = transform.fuse_siblings(self.scop, node, depth)
         return self._keep("fuse", band, dict(depth=depth), fused.get_schedule())
 
@@ -276,7 +316,7 @@ class Schedule:
         of the loops inside. ``unroll_jam("S2", 0, 4)`` on matmul's ``(i, j, k)``:
         ``(floor(i/4), j, k, i mod 4)``. Refused when moving the strip inward runs a
         dependence backward."""
-        node = self._band(band)
+        node = self._band(band, "unroll_jam")
         changed = transform.replace(self.scop, node, transform.strip(node, member, factor))
         last = changed.band_n_member() - 1
         changed = changed.band_member_set_ast_loop_type(last, isl.ast_loop_type.unroll)
@@ -291,7 +331,7 @@ class Schedule:
         ``vectorize("S2", 1)`` on matmul's ``(i, j, k)``: ``(i, floor(j/16), k,
         j mod 16)``. Refused when the strip carries a dependence (its lanes would run
         dependent instances at once) or moving it inward runs one backward."""
-        node = self._band(band)
+        node = self._band(band, "vectorize")
         changed = transform.replace(self.scop, node, transform.strip(node, member, LANES))
         strip = changed.band_n_member() - 1
         self._refuse_carried(changed, strip, f"vectorize {_name(band)} (member={member}) "
@@ -304,7 +344,9 @@ class Schedule:
         band of its own under a ``parallel`` mark (its loop's iterations are dealt out
         to the threads). Refused when the loop carries a dependence (two dependent
         instances in different iterations, the loops outside it equal), with one.
-        A schedule marked by hand gets no automatic parallel marks."""
+        The marked loop stays one loop: an isolate option on its band is dropped (the
+        bands below keep theirs). A schedule marked by hand gets no automatic parallel
+        marks."""
         node = self._band(band)
         count = node.band_n_member()
         if isinstance(member, bool) or not isinstance(member, int) or not 0 <= member < count:
@@ -315,6 +357,9 @@ class Schedule:
             node = transform.set_flags(self.scop, node.band_split(member)).child(0)
         if node.band_n_member() > 1:
             node = node.band_split(1)
+        if not node.band_get_ast_build_options().is_empty():  # one loop, not isolate's parts
+            node = node.band_set_ast_build_options(isl.UnionSet.empty(
+                isl.Space.params_alloc(node.get_ctx(), 0)))
         node = node.insert_mark(isl.Id(PARALLEL_MARK))
         return self._keep("parallel", band, dict(member=member), node.get_schedule())
 
@@ -350,14 +395,22 @@ class Schedule:
 
     # -- the machinery -------------------------------------------------------------
 
-    def _band(self, band: Band) -> isl.ScheduleNode:
+    def _band(self, band: Band, rewrite: str | None = None) -> isl.ScheduleNode:
+        """The band named ``band``; for ``rewrite`` (a primitive that rebuilds it),
+        :class:`PolycError` when it or a band below it is isolated (isl rebuilds no
+        band whose subtree its ``isolate`` option ties to the loops outside)."""
         if isinstance(band, str):
-            return transform.find_band(self.tree, band)
-        if isinstance(band, (tuple, list)) and len(band) == 2 and isinstance(band[0], str) \
+            node = transform.find_band(self.tree, band)
+        elif isinstance(band, (tuple, list)) and len(band) == 2 and isinstance(band[0], str) \
                 and isinstance(band[1], int) and not isinstance(band[1], bool):
-            return transform.find_band(self.tree, band[0], band[1])
-        raise PolycError(f"name a band by a statement below it (\"S1\") or a statement and "
-                         f"the band's depth ((\"S1\", 1)), got {band!r}")
+            node = transform.find_band(self.tree, band[0], band[1])
+        else:
+            raise PolycError(f"name a band by a statement below it (\"S1\") or a statement "
+                             f"and the band's depth ((\"S1\", 1)), got {band!r}")
+        if rewrite is not None and node.is_subtree_anchored():
+            raise PolycError(f"{rewrite} {_name(band)}: the band or one below it is isolated "
+                             "(isolate); steer it before isolating")
+        return node
 
     def _sizes(self, node: isl.ScheduleNode, sizes, *, whole: bool = False
                ) -> tuple[isl.MultiVal, list[int]]:
@@ -391,7 +444,7 @@ class Schedule:
                                f"{dep.sample()}", witness=dep)
 
     def _rewrite(self, op: str, band: Band, args: dict, rows) -> "Schedule":
-        node = self._band(band)
+        node = self._band(band, op)
         changed = transform.replace(self.scop, node, rows(node))
         return self._keep(op, band, args, changed.get_schedule())
 
@@ -422,7 +475,8 @@ def _is_proto(nest) -> bool:
 
 
 PRIMITIVES = ("interchange", "permute", "skew", "shift", "reverse", "tile", "diamond",
-              "wavefront", "fuse", "distribute", "unroll_jam", "vectorize", "parallel")
+              "wavefront", "isolate", "fuse", "distribute", "unroll_jam", "vectorize",
+              "parallel")
 
 
 def _name(band: Band) -> str:

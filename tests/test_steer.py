@@ -12,6 +12,7 @@ import pytest
 import polyc
 from polyc.errors import IllegalScheduleError, PolycError, RefusedError
 from polyc.scheduler import check_legality
+from polyc.scop.nest import LoopNest
 from polyc.scop.polybench import KERNELS
 
 JACOBI = {"T": 12, "N": 200}
@@ -200,6 +201,81 @@ def test_unroll_and_jam_of_matmuls_rows():
         s.unroll_jam("S1", 0, 1)
 
 
+def transposed_sum() -> LoopNest:
+    """C = 2 A + B^T over M x N: a 2-d nest whose tiles are partial at two edges."""
+    nest = LoopNest("transposed_sum", params=["M", "N"])
+    A, B, C = nest.array("A", ("M", "N")), nest.array("B", ("N", "M")), nest.array("C", ("M", "N"))
+    nest.statement("S1", "{ [i, j] : 0 <= i < M and 0 <= j < N }", write=C["i", "j"],
+                   expr=A["i", "j"] * 2.0 + B["j", "i"])
+    return nest
+
+
+def matches_transposed_sum(compiled, params):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((params["M"], params["N"])).astype(np.float32)
+    b = rng.standard_normal((params["N"], params["M"])).astype(np.float32)
+    out = compiled.run({"A": a, "B": b})
+    np.testing.assert_allclose(out["C"], 2 * a + b.T, rtol=1e-6, atol=0)  # the same 2 ops
+
+
+FULL_TILE = ("for (int c2 = 0; c2 <= 7; c2 += 1)\n"   # constant bounds: no min
+             "        for (int c3 = 0; c3 <= 15; c3 += 1)\n"
+             "          S1(8 * c0 + c2, 16 * c1 + c3);")
+
+
+def test_isolate_generates_full_tiles_apart_with_constant_bounds():
+    params = {"M": 37, "N": 45}  # tiles of 8 x 16: 4 x 2 full ones, the rest partial
+    s = polyc.Schedule(transposed_sum(), params=params, scheduler="original")
+    s.tile("S1", [8, 16])
+    before = str(s.compile(threads=1).compilation.program)
+    assert "c2 <= min(7, -8 * c0 + 36)" in before and "c3 <= 15;" not in before
+    s.isolate("S1")
+    assert pluto_text(s) == ["T(S1): (i/8, j/16, (i) mod 8, (j) mod 16)"]  # the same times
+    assert s.trace.steps[-1] == {"op": "isolate", "band": "S1"}
+    compiled = s.compile(threads=1)
+    loops = str(compiled.compilation.program)
+    assert loops.startswith("{\n  for (int c0 = 0; c0 <= 3; c0 += 1) {\n"
+                            "    for (int c1 = 0; c1 <= 1; c1 += 1)\n      " + FULL_TILE)
+    assert "c3 <= min(15, -16 * c1 + 44)" in loops  # the last row of tiles, apart
+    matches_transposed_sum(compiled, params)
+
+
+def test_an_isolated_band_survives_automatic_tiling_and_a_parallel_mark():
+    params = {"M": 1500, "N": 1501}  # large enough for polyc's tiling to tile the band
+    s = polyc.Schedule(transposed_sum(), params=params, scheduler="original")
+    s.tile("S1", [8, 16]).isolate("S1")
+    tiled = s.compile(threads=1, tile=True)  # (isl tiles no isolated band: left as it is)
+    assert FULL_TILE in str(tiled.compilation.program)
+    matches_transposed_sum(tiled, params)
+    s.parallel("S1", 0)
+    compiled = s.compile(threads=2)
+    loops = str(compiled.compilation.program)
+    assert loops.startswith("// parallel\nfor (int c0 = 0; c0 <= 187; c0 += 1) {")  # one loop
+    assert "c3 <= 15; c3 += 1)\n          S1(8 * c0 + c2, 16 * c1 + c3);" in loops
+    assert "GOMP_parallel" in compiled.compilation.llvm_ir
+    matches_transposed_sum(compiled, params)
+
+
+def test_isolate_needs_a_tiled_band_with_a_full_tile():
+    s = polyc.Schedule(transposed_sum(), params={"M": 37, "N": 45}, scheduler="original")
+    with pytest.raises(RefusedError, match=r"isolate band 'S1' refused: not a band of tile "
+                                           r"loops"):
+        s.isolate("S1")
+    s.tile("S1", [8, 16])
+    with pytest.raises(RefusedError, match=r"isolate band \('S1', 1\) refused: not a band "
+                                           r"of tile loops"):
+        s.isolate(("S1", 1))  # the point loops
+    assert [step["op"] for step in s.trace.steps] == ["tile"]
+    small = polyc.Schedule(transposed_sum(), params={"M": 7, "N": 45}, scheduler="original")
+    with pytest.raises(RefusedError, match=r"isolate band 'S1' refused: no tile of sizes "
+                                           r"\[8, 16\] is full"):
+        small.tile("S1", [8, 16]).isolate("S1")
+    s.isolate("S1")
+    with pytest.raises(PolycError, match=r"interchange band 'S1': the band or one below it "
+                                         r"is isolated"):
+        s.interchange("S1", 0, 1)
+
+
 def test_an_unroll_and_jam_across_a_time_loop_is_refused():
     s = original("jacobi-1d", JACOBI)
     with pytest.raises(RefusedError, match=r"unroll_jam band 'S1' \(member=0, factor=4\) "
@@ -271,6 +347,22 @@ def test_a_trace_saves_loads_and_replays_to_the_same_schedule_and_code(tmp_path)
     replayed = polyc.Trace.load(path).replay(kernel.build())
     assert str(replayed.tree) == str(s.tree)
     assert replayed.compile().compilation.llvm_ir == s.compile().compilation.llvm_ir
+
+
+def test_a_trace_with_isolate_replays_to_the_same_tree_and_code(tmp_path):
+    kernel = KERNELS["jacobi-1d"]
+    s = original("jacobi-1d", JACOBI)
+    s.skew("S1", 2, 0, 2).shift("S1", 2, {"S2": 1}).interchange("S1", 1, 2).tile("S1", [4, 8])
+    s.isolate("S1")
+    assert 'options: "[T, N] -> { isolate[[] -> [' in str(s.tree)  # in the recorded tree
+    path = tmp_path / "trace.json"
+    s.trace.save(path)
+    assert str(polyc.Trace.load(path)).splitlines()[-1] == "  .isolate(band='S1')"
+    replayed = polyc.Trace.load(path).replay(kernel.build())
+    assert str(replayed.tree) == str(s.tree)
+    compiled = s.compile(threads=1)
+    assert replayed.compile(threads=1).compilation.llvm_ir == compiled.compilation.llvm_ir
+    matches_reference("jacobi-1d", s, JACOBI, threads=1)
 
 
 def test_a_replay_starts_from_the_recorded_schedule_not_a_new_one():

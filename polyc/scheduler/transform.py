@@ -13,6 +13,10 @@ original band ``(t, i)``::
     skew(band, 1, 0, 2)           T(S1): (t, i)  ->  (t, 2*t + i)
     shift(band, 1, {"S2": 1})     T(S2): (t, i)  ->  (t, i + 1)
     reverse(band, 1)              T(S1): (t, i)  ->  (t, -i)
+
+A band of tile loops over a band of point loops (as ``band_tile`` makes them) has its
+tile sizes read back from the point loops (:func:`point_sizes`) and its full tiles
+computed (:func:`full_tiles`) for isl's ``isolate`` option (:func:`isolate_option`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,14 @@ from collections.abc import Mapping, Sequence
 import islpy as isl
 
 from polyc.errors import PolycError
-from polyc.islutil import multi_union, statement_names, union_sets
+from polyc.islutil import (
+    items,
+    multi_union,
+    outer_schedule,
+    statement_names,
+    union_maps,
+    union_sets,
+)
 from polyc.notation import natural
 from polyc.scheduler.legality import backward_member, live_dependences, named_pairs
 from polyc.scop.model import Scop
@@ -202,6 +213,62 @@ def strip(band: isl.ScheduleNode, member: int, factor: int) -> list[isl.UnionPwA
     return [*found, row.mod_val(value)]
 
 
+def point_sizes(band: isl.ScheduleNode) -> list[int] | None:
+    """The tile sizes of ``band`` when it is a band of tile loops over a band of as
+    many point loops, each point loop running from 0 to its size less one whatever the
+    instance (``(i) mod 8``: 8); else None."""
+    point = band.child(0)
+    n = band.band_n_member()
+    if point.get_type() != isl.schedule_node_type.band or point.band_n_member() != n:
+        return None
+    sizes = []
+    for row in rows(point):
+        found = set()
+        for piece in items(row.get_pw_aff_list()):
+            for _, aff in piece.get_pieces():
+                values = isl.Map.from_aff(aff).range()  # over every instance of the space
+                low, high = values.dim_min_val(0), values.dim_max_val(0)
+                if not (low.is_zero() and high.is_int()):
+                    return None
+                found.add(high.to_python() + 1)
+        if len(found) != 1:
+            return None
+        sizes.append(found.pop())
+    return sizes
+
+
+def full_tiles(band: isl.ScheduleNode, sizes: Sequence[int]) -> isl.Set:
+    """The tiles of ``band`` (a band of tile loops, :func:`point_sizes`) that are full:
+    the values of the loops outside it and of its own at which every point of the
+    ``sizes`` box runs, for each statement below it."""
+    n = len(sizes)
+    times = outer_schedule(band).flat_range_product(
+        band.band_get_partial_schedule_union_map()).flat_range_product(
+        band.child(0).band_get_partial_schedule_union_map())
+    full = None
+    for relation in union_maps(times):
+        occupied = relation.range()
+        at = occupied.dim(isl.dim_type.set) - n  # the first point loop
+        tiles = occupied.project_out(isl.dim_type.set, at, n)
+        whole = tiles.add_dims(isl.dim_type.set, n)
+        for k, size in enumerate(sizes):
+            whole = whole.lower_bound_val(isl.dim_type.set, at + k, _val(band, 0)) \
+                .upper_bound_val(isl.dim_type.set, at + k, _val(band, size - 1))
+        partial = whole.subtract(occupied).project_out(isl.dim_type.set, at, n)
+        found = tiles.subtract(partial)
+        full = found if full is None else full.intersect(found)
+    return full.coalesce()
+
+
+def isolate_option(band: isl.ScheduleNode, tiles: isl.Set) -> isl.UnionSet:
+    """isl's ``isolate`` AST build option for ``band``: ``tiles`` (values of the loops
+    outside it, then of its own) as ``isolate[[outer] -> [band]]``."""
+    outer = tiles.dim(isl.dim_type.set) - band.band_n_member()
+    pairs = isl.Map.from_range(tiles).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0,
+                                                outer)
+    return isl.UnionSet.from_set(pairs.wrap().set_tuple_name("isolate"))
+
+
 def replace(scop: Scop, band: isl.ScheduleNode, new_rows: Sequence[isl.UnionPwAff]
             ) -> isl.ScheduleNode:
     """``band`` with ``new_rows`` (as many members, or more) and flags recomputed
@@ -275,6 +342,10 @@ def _constant_on(band: isl.ScheduleNode, statement: str, amount: int) -> isl.Uni
     for piece in pieces[1:]:
         result = result.union_add(piece)
     return result
+
+
+def _val(band: isl.ScheduleNode, value: int) -> isl.Val:
+    return isl.Val.int_from_si(band.get_ctx(), value)
 
 
 def _members(found: list, *members: int) -> None:

@@ -101,8 +101,10 @@ def _only(node: isl.ScheduleNode, names: set[str]) -> bool:
 
 
 def _tileable(node: isl.ScheduleNode) -> bool:
+    """A permutable band of two or more members that isl may tile: not one whose
+    subtree an ``isolate`` option (:meth:`polyc.steer.Schedule.isolate`) anchors."""
     return (node.get_type() == isl.schedule_node_type.band and node.band_n_member() >= 2
-            and bool(node.band_get_permutable()))
+            and bool(node.band_get_permutable()) and not node.is_subtree_anchored())
 
 
 def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | None,
