@@ -89,6 +89,9 @@ class Options:
     parallel_hints: bool = True
     # strategies left out (polyc.strategies: inline, recipe, diamond, wavefront..)
     without: tuple[str, ...] = ()
+    # second-level tiles around the rectangular bands' tiles (polyc.tiling.levels):
+    # True sized from the host's caches, an int that many first-level tiles per member
+    tile2: bool | int = False
 
     def __post_init__(self):
         object.__setattr__(self, "without", checked_strategies(self.without))
@@ -326,7 +329,7 @@ def _loops(scop: Scop, scheduled: ScheduleResult, options: Options, stages: _Sta
     else:
         scop, scheduled = stages.run("tiling", tile, scop, scheduled, enabled=options.tile,
                                      size=options.tile_size, blocking=options.blocking,
-                                     without=options.without,
+                                     without=options.without, tile2=options.tile2,
                                      parallel=options.threads != 1)
     scheduled = stages.run("parallel", parallelize, scop, scheduled, threads=options.threads)
     checking = None
@@ -438,13 +441,15 @@ def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
                  tile_size=None, blocking=None,
                  threads: int | None = None, profile: bool = False,
                  autoselect: str | None = None, split: bool = True,
-                 expand: bool = True, without: Sequence[str] = ()) -> "CompiledModel":
+                 expand: bool = True, without: Sequence[str] = (),
+                 tile2: bool | int = False) -> "CompiledModel":
     """Compile a SCoP (e.g. a :class:`polyc.scop.nest.LoopNest`'s) at the parameter
     values ``params``, but for the parameters in ``symbolic``, which the code takes at
     run time (read from the array shapes that name them); its ``run`` returns every
     array's final value. Options as for :func:`compile_model`; ``autoselect`` chooses
     among several schedules (:mod:`polyc.autoselect`): ``"model"`` the cheapest by a
-    cost model, ``"measure"`` the fastest on seeded inputs."""
+    cost model, ``"measure"`` the fastest on seeded inputs; ``tile2`` second-level tiles
+    (:mod:`polyc.tiling.levels`)."""
     symbolic = _names(symbolic)
     values = check_values(scop, params, symbolic or ())  # name a missing value now
     if autoselect not in AUTOSELECT:
@@ -455,7 +460,7 @@ def compile_scop(scop: Scop, *, params: Mapping[str, int] | None = None,
                       profile=bool(profile),
                       autoselect="model" if autoselect == "model" else None,
                       split=bool(split), expand=bool(expand),
-                      without=without)
+                      without=without, tile2=tile2)
 
     def compile_with(scheduler: str, tile: bool) -> CompiledModel:
         chosen = replace(options, scheduler=scheduler, tile=tile)

@@ -134,7 +134,7 @@ class LoopNest:
                 tile: bool = True, tile_size=None, blocking=None,
                 threads: int | None = None, profile: bool = False,
                 autoselect: str | None = None, split: bool = True, expand: bool = True,
-                without=()):
+                without=(), tile2: bool | int = False):
         """Native code for the nest at these parameter values: a
         :class:`polyc.pipeline.CompiledModel` whose ``run({array: value})`` returns every
         array's final value (given arrays are copied, omitted ``result`` arrays start at 0).
@@ -146,14 +146,15 @@ class LoopNest:
         fastest of several schedules (:mod:`polyc.autoselect`); ``split=False`` keeps
         statements whole (:mod:`polyc.scop.split`), ``expand=False`` scratch scalars
         scalar (:mod:`polyc.scop.expand`); ``without`` names strategies to leave
-        out (:mod:`polyc.strategies`)."""
+        out (:mod:`polyc.strategies`); ``tile2`` second-level tiles
+        (:mod:`polyc.tiling.levels`)."""
         from polyc.pipeline import compile_scop
         return compile_scop(self.scop(), params=params, symbolic=symbolic,
                             scheduler=scheduler, fuse=fuse,
                             check=check, fast_math=fast_math, tile=tile, tile_size=tile_size,
                             blocking=blocking, threads=threads, profile=profile,
                             autoselect=autoselect, split=split, expand=expand,
-                            without=without)
+                            without=without, tile2=tile2)
 
     # -- checking and building the isl objects --------------------------------------
 
