@@ -109,7 +109,8 @@ def modelled(unbound: Scop, scop: Scop, groups, scheduled: ScheduleResult, optio
         tiled_scop, tiled_result = tile(scop, result, enabled=tiled, size=options.tile_size,
                                         blocking=options.blocking,
                                         parallel=options.threads != 1,
-                                        without=options.without)
+                                        without=options.without,
+                                        tile2=options.tile2)
         tilings.append((tiled_scop, tiled_result))
         estimates.append(estimate(tiled_scop, tiled_result.schedule,
                                   fast_math=options.fast_math,

@@ -142,6 +142,17 @@ def parse_caches(text: str) -> dict[str, int]:
     return found
 
 
+def parse_tile2(text: str) -> bool | int:
+    """``off``, ``on`` or a number of first-level tiles (2 or more)."""
+    if text in ("off", "on"):
+        return text == "on"
+    try:
+        return checked_tile2(positive_int(text))
+    except (argparse.ArgumentTypeError, PolycError):
+        raise argparse.ArgumentTypeError(f"expected off, on or an integer >= 2, "
+                                         f"got {text!r}") from None
+
+
 def maybe_named(parse):
     """An option value ``VALUE`` or ``NAME=VALUE`` (a statement or ONNX node name)."""
     def parse_one(text: str):
@@ -235,6 +246,16 @@ def _autoselect(value):
         raise PolycError(f"autoselect must be one of "
                          f"{', '.join(map(str, AUTOSELECT_CHOICES))}, got {value!r}")
     return value
+
+
+def checked_tile2(value) -> bool | int:
+    """``value`` if it is a valid value of ``tile2`` (:mod:`polyc.tiling.levels`); else
+    :class:`PolycError`."""
+    if isinstance(value, bool) or (isinstance(value, int) and value >= 2):
+        return value
+    raise PolycError(f"tile2 must be False (one level of tiles), True (a second level "
+                     f"sized from the host's caches) or an int >= 2 (first-level tiles per "
+                     f"member of a second-level tile), got {value!r}")
 
 
 def _caches(value) -> dict[str, int] | None:
@@ -349,6 +370,11 @@ class Options:
         (), REST, f"leave these strategies out ({', '.join(STRATEGIES)}; all on by "
         "default)", flag=Flag("value", parse_names, "STRATEGY[,...]"),
         normal=checked_strategies)
+    tile2: bool | int = option(
+        False, REST, "second-level tiles around the tiles of rectangularly tiled bands "
+        "(polyc.tiling.levels): off (the default), on (L1 tiles inside L2 tiles, sized "
+        "from the caches) or R (R first-level tiles per loop of a second-level tile)",
+        flag=Flag("value", parse_tile2, "off|on|R"), normal=checked_tile2)
     caches: Mapping[str, int] | None = option(
         None, REST, "the cache sizes tiling sizes tiles and blocks for, by level "
         "(l1=32K,l2=512K,l3=32M; a level not given, and the default: the host's)",

@@ -274,7 +274,7 @@ def _loops(scop: Scop, scheduled: ScheduleResult, options: Options, stages: _Sta
     else:
         scop, scheduled = stages.run("tiling", tile, scop, scheduled, enabled=options.tile,
                                      size=options.tile_size, blocking=options.blocking,
-                                     without=options.without,
+                                     without=options.without, tile2=options.tile2,
                                      parallel=options.threads != 1)
     scheduled = stages.run("parallel", parallelize, scop, scheduled, threads=options.threads)
     checking = None

@@ -56,6 +56,7 @@ from polyc.scheduler.legality import (
 )
 from polyc.scheduler.tree import flag_text
 from polyc.scop.params import bind_parameters
+from polyc.tiling.levels import sizes_value, tile_options, tiled
 from polyc.trace import Trace, compile_option_names, plain, recorded
 
 Band = str | tuple[str, int] | Sequence[Any]
@@ -187,7 +188,7 @@ class Schedule:
         node = self._band(band, "tile")
         count = node.band_n_member()
         sizes = [sizes] * count if isinstance(sizes, int) else list(sizes)
-        values, sizes = self._sizes(node, sizes)
+        _, sizes = self._sizes(node, sizes)
         if len(sizes) < count:  # the members tiled make a band of their own
             node = transform.set_flags(self.scop, node.band_split(len(sizes)))
             count = len(sizes)
@@ -200,8 +201,7 @@ class Schedule:
                     f"{member} runs the {kind} dependence {_ends(dep)} backward, e.g. "
                     f"{dep.sample()}", witness=dep)
             node = node.band_set_permutable(1)
-        tiled = node.band_tile(values)
-        return self._keep("tile", band, dict(sizes=sizes), tiled.get_schedule())
+        return self._keep("tile", band, dict(sizes=sizes), tiled(node, sizes).get_schedule())
 
     def tile2(self, band: Band, sizes: int | Sequence[int],
               outer: int | Sequence[int]) -> "Schedule":
@@ -209,7 +209,8 @@ class Schedule:
         band of tile loops tiled again, ``outer`` tiles of the first level per tile of
         the second (for L2 around L1): ``tile2("S1", 32, 4)`` on ``(i, j)`` gives
         ``(i/128, j/128, i/32 mod 4, j/32 mod 4, i mod 32, j mod 32)``. Recorded in the
-        trace as its two tilings."""
+        trace as its two tilings. (The automatic tiling does the same to its rectangular
+        bands with ``tile2``: :mod:`polyc.tiling.levels`.)"""
         self.tile(band, sizes)
         return self.tile(band, outer)
 
@@ -424,15 +425,9 @@ class Schedule:
             raise PolycError(f"tile sizes must be {count if whole else f'up to {count}'} "
                              f"positive ints (one per member of the band, from the first), "
                              f"got {sizes!r}")
-        ctx = self.scop.ctx
-        ctx.set_tile_scale_tile_loops(0)
-        ctx.set_tile_shift_point_loops(1)
-        space = node.band_split(len(sizes)).band_get_space() if len(sizes) < count \
-            else node.band_get_space()
-        values = isl.MultiVal.zero(space)
-        for k, size in enumerate(sizes):
-            values = values.set_val(k, isl.Val.int_from_si(ctx, size))
-        return values, sizes
+        tile_options(self.scop.ctx)
+        members = node.band_split(len(sizes)) if len(sizes) < count else node
+        return sizes_value(members, sizes), sizes
 
     def _refuse_carried(self, node: isl.ScheduleNode, member: int, what: str) -> None:
         """:class:`RefusedError` (``what`` then the dependence) when ``member``'s loop

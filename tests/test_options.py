@@ -59,8 +59,11 @@ def test_the_docstrings_list_every_option_of_their_kind():
      {"tile_size": {"S1": (8, 64), "S2": 16}, "fast_math": False, "threads": 2,
       "without": ("diamond", "inward"), "caches": {"l2": 256 * 1024},
       "params": {"N": 600}, "split": False}),
-    (["--blocking", "6,16,48,128,256", "--autoselect", "off", "--no-parallel-hints"],
-     {"blocking": (6, 16, 48, 128, 256), "autoselect": None, "parallel_hints": False}),
+    (["--blocking", "6,16,48,128,256", "--autoselect", "off", "--no-parallel-hints",
+      "--tile2", "4"],
+     {"blocking": (6, 16, 48, 128, 256), "autoselect": None, "parallel_hints": False,
+      "tile2": 4}),
+    (["--tile2", "on"], {"tile2": True}),
 ])
 def test_a_flag_gives_the_same_options_as_its_keyword(argv, expected):
     args = cli.build_parser().parse_args(["cc", "k.c", *argv])

@@ -32,7 +32,7 @@ def test_a_nests_compile_replays_to_the_same_code():
     assert trace.compile == {"check": True, "fast_math": True, "tile": True,
                              "tile_size": [8, 64], "blocking": None, "threads": 1,
                              "profile": False, "memory_limit": None,
-                             "parallel_hints": True, "without": [],
+                             "parallel_hints": True, "without": [], "tile2": False,
                              "caches": dataclasses.asdict(host_caches())}
     again = Trace.from_json(json.loads(json.dumps(trace.to_json()))).compiled(kernel.build())
     assert again.compilation.llvm_ir == compiled.compilation.llvm_ir

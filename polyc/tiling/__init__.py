@@ -5,7 +5,8 @@
    (:mod:`polyc.tiling.packing`) and their band is replaced by cache blocks around a
    register tile of vector accumulators (:mod:`polyc.tiling.microkernel`).
 2. Every other permutable band is tiled rectangularly, with the intra-tile order
-   chosen for stride-1 innermost access (:mod:`polyc.tiling.rectangular`).
+   chosen for stride-1 innermost access (:mod:`polyc.tiling.rectangular`), with
+   ``tile2`` in two levels, L1 tiles inside L2 tiles (:mod:`polyc.tiling.levels`).
 3. Bands with bounded reads are split into interior and border
    (:mod:`polyc.tiling.borders`), and a statement running in one iteration of an
    innermost loop runs before it (:mod:`polyc.tiling.hoist`).
@@ -21,9 +22,11 @@ import dataclasses
 import islpy as isl
 
 from polyc.islutil import row_space, statement_names, union_sets
+from polyc.options import checked_tile2
 from polyc.scheduler.base import ScheduleResult
 from polyc.scop.dependences import compute_dependences
 from polyc.scop.model import Scop
+from polyc.tiling import levels
 from polyc.tiling.borders import split_borders
 from polyc.tiling.cache import host_caches
 from polyc.tiling.contraction import Contraction, byte_dot, match_contraction
@@ -47,14 +50,18 @@ from polyc.tiling.reduction import program_order_reductions
 
 def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
          size=None, blocking=None, parallel: bool = False,
-         without: tuple[str, ...] = ()) -> tuple[Scop, ScheduleResult]:
+         without: tuple[str, ...] = (), tile2: bool | int = False
+         ) -> tuple[Scop, ScheduleResult]:
     """``(scop, result)`` with contractions packed and register-tiled and the other
     permutable bands tiled (``size`` per member, or from the host's cache sizes);
     ``blocking`` fixes the contraction sizes; each may also be a mapping from statement
     or ONNX node names to values (:mod:`polyc.tiling.overrides`); ``parallel`` (the
     code will run on several threads) shapes the contraction blocks for them;
     ``enabled=False`` keeps everything as is; ``without`` names strategies to leave
-    out (:mod:`polyc.strategies`)."""
+    out (:mod:`polyc.strategies`); ``tile2`` tiles the rectangular bands' tiles again
+    (:mod:`polyc.tiling.levels`: True sized from the caches, an int ``r`` that many
+    first-level tiles per member; contractions keep their own cache blocks)."""
+    tile2 = checked_tile2(tile2)
     sizes = per_statement(size, scop, "tile_size", tile_sizes)
     blockings = per_statement(blocking, scop, "blocking", as_blocking)
     if not enabled:
@@ -66,8 +73,11 @@ def tile(scop: Scop, result: ScheduleResult, *, enabled: bool = True,
                 for c, _ in contractions}
     skip = set(attached) | {a.statement.name for found in attached.values() for a in found}
     schedule, notes = program_order_reductions(scop, result.schedule, skip)
-    schedule, band_notes = tile_bands(scop, schedule, sizes, skip=skip, without=without)
+    schedule, band_notes = tile_bands(scop, schedule, sizes, skip=skip, without=without,
+                                      tile2=tile2)
     notes += band_notes
+    if tile2:
+        notes.append(levels.describe(tile2))
     if "inward" not in without:
         schedule, inward_notes = parallel_inward(scop, schedule)
         notes += inward_notes

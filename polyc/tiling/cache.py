@@ -4,6 +4,13 @@ The model: a rectangular tile of a band touches, per array it accesses, about
 ``size ** 2`` elements (2-d slices: matrices, stencil planes); the tiles of all arrays
 should fit in half the L2 cache, so a tile's data is reused from L2 across the loops
 inside it. Sizes are multiples of 16 floats (one zmm vector) between 16 and 256.
+
+With second-level tiles (:mod:`polyc.tiling.levels`) each level holds one array's
+``size ** 2`` slice (the operand the loops inside the tile reuse, matmul's ``B``
+across ``i``): the first level in half of L1, the second in half of L2
+(:func:`tiles_per_tile`). Counting every array, as one level does, made first-level
+tiles of 16 to 32 on this host, and those lost 1.3x to 3.9x (the loops inside them too
+short): see :mod:`polyc.tiling.levels`.
 """
 
 from __future__ import annotations
@@ -79,9 +86,17 @@ def _bytes(text: str) -> int:
     return int(text)
 
 
-def tile_size(arrays: int, caches: Caches | None = None) -> int:
-    """Tile size for a band accessing ``arrays`` distinct arrays."""
+def tile_size(arrays: int, caches: Caches | None = None, *, level: int = 2) -> int:
+    """Tile size for a band accessing ``arrays`` distinct arrays, its tiles' data in
+    half of the cache of ``level`` (2: L2, 1: L1)."""
     caches = caches or host_caches()
-    elements = caches.l2 // 2 // FLOAT_BYTES // max(arrays, 1)
+    cache = caches.l1 if level == 1 else caches.l2
+    elements = cache // 2 // FLOAT_BYTES // max(arrays, 1)
     size = isqrt(elements) // VECTOR * VECTOR
     return min(max(size, VECTOR), 256)
+
+
+def tiles_per_tile(first: int, caches: Caches | None = None) -> int:
+    """First-level tiles of ``first`` iterations per member of a second-level tile: one
+    array's slice in half of L2 (at least one first-level tile)."""
+    return max(tile_size(1, caches) // first, 1)

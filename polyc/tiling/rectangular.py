@@ -10,7 +10,9 @@ band is always legal (Irigoin and Triolet); the pipeline checks the result anywa
 Stencil bands (skewed, time loop first; :mod:`polyc.tiling.stencil`) get sizes per
 member, diamond tiles when the scheduler finds a row for concurrent start, and
 separated point loops. A tile band with no coincident member becomes a wavefront over
-its first two tile loops, so the second one is parallel.
+its first two tile loops, so the second one is parallel. With ``tile2`` the other bands
+get a second level of tiles around the first (:mod:`polyc.tiling.levels`); the
+wavefront then runs over the second-level tiles.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ from polyc.islutil import (
 from polyc.marks import LANES
 from polyc.marks import TRANSPOSE as TRANSPOSE_MARK
 from polyc.scop.model import Scop
+from polyc.tiling import levels
 from polyc.tiling.cache import host_caches, tile_size
+from polyc.tiling.levels import sizes_value, tile_options, tiled
 from polyc.tiling.order import access_strides, innermost_member, statement_strides
 from polyc.tiling.overrides import Lookup, per_statement, tile_sizes
 from polyc.tiling.stencil import (
@@ -71,15 +75,17 @@ WINDOW_READS = 9  # reads of one computed array that make a statement a window (
 
 
 def tile_bands(scop: Scop, schedule: isl.Schedule, sizes: Lookup | int | None = None,
-               skip: set[str] = frozenset(), *, without: tuple[str, ...] = ()
-               ) -> tuple[isl.Schedule, list[str]]:
+               skip: set[str] = frozenset(), *, without: tuple[str, ...] = (),
+               tile2: bool | int = False) -> tuple[isl.Schedule, list[str]]:
     """The schedule with every permutable band reordered and tiled, and what was done;
     bands of the statements in ``skip`` alone are left as they are. ``sizes(statement
     names)`` fixes a band's sizes (an int for every member, or one per member) or is
     None for the model's (:mod:`polyc.tiling.overrides`); an int or None instead applies
     to every band; ``without`` names strategies to leave out
     (:mod:`polyc.strategies`: ``diamond`` keeps stencil tiles parallelograms;
-    ``wavefront``, ``distribute``, ``reorder``)."""
+    ``wavefront``, ``distribute``, ``reorder``); ``tile2`` adds second-level tiles
+    (:mod:`polyc.tiling.levels`: True sized from the caches, an int that many
+    first-level tiles per member)."""
     if not callable(sizes):
         sizes = per_statement(sizes, scop, "tile_size", tile_sizes)
     notes: list[str] = []
@@ -87,12 +93,10 @@ def tile_bands(scop: Scop, schedule: isl.Schedule, sizes: Lookup | int | None = 
     def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
         if _tileable(node) and not _only(node, skip):
             size = sizes(statement_names(node.get_domain()))
-            return _tile_one(scop, node, size, notes, without)
+            return _tile_one(scop, node, size, notes, without, tile2)
         return node
 
-    ctx = scop.ctx
-    ctx.set_tile_scale_tile_loops(0)   # tile loops count tiles: i = size * T + p
-    ctx.set_tile_shift_point_loops(1)  # point loops run from 0 within their tile
+    tile_options(scop.ctx)
     return map_bottom_up(schedule, visit), notes
 
 
@@ -108,7 +112,7 @@ def _tileable(node: isl.ScheduleNode) -> bool:
 
 
 def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | None,
-              notes: list[str], without: tuple[str, ...] = ()):
+              notes: list[str], without: tuple[str, ...] = (), tile2: bool | int = False):
     n = band.band_n_member()
     inner = innermost_member(scop, band)
     chained = inner
@@ -134,10 +138,13 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
         band, members, n = *merged, n - 1
         extents = _extents(scop, band)
         permuted += ", rows merged into one loop"
-    if members is None and stencil is None and size is None and _channel_window(scop, band):
+    window = members is None and stencil is None and size is None and _channel_window(scop,
+                                                                                      band)
+    two = bool(tile2) and members is None and stencil is None and not window
+    if window:
         sizes = [WINDOW_TILE] * (n - 1) + [LANES]
     elif members is None:
-        sizes = _sizes(scop, statements, stencil, n, size, diamond=False)
+        sizes = _sizes(scop, statements, stencil, n, size, diamond=False, level=1 if two else 2)
     else:
         sizes = [1] * n
         for member, chosen in zip(members, TRANSPOSE_TILE):
@@ -154,13 +161,19 @@ def _tile_one(scop: Scop, band: isl.ScheduleNode, size: int | tuple[int, ...] | 
         sizes = _sizes(scop, statements, stencil, n, size, diamond=True)
     model = " (stencil sizes)" if stencil is not None and size is None else ""
     notes.append(f"band of {names}: tiles {'x'.join(map(str, sizes))}{permuted}{model}")
-    values = _sizes_of(band, sizes)
     if first is not None:
-        tile = diamond_tile(scop, band, first, values)
+        tile = diamond_tile(scop, band, first, sizes_value(band, sizes))
         notes.append(f"band of {names}: diamond tiles, first tile row {describe_row(scop, first)}"
                      " (concurrent start along t)")
     else:
-        tile = band.band_tile(values)
+        tile = tiled(band, sizes)
+    if two:
+        tile = _second_level(tile, statements, extents, sizes, tile2, notes)
+    elif tile2:
+        kind = "stencil" if stencil is not None else "transposing" if members is not None \
+            else "channel window"
+        notes.append(f"band of {names}: one level of tiles (a {kind} band; second-level "
+                     "tiles are for rectangular bands)")
     if stencil is not None:
         tile = separate_points(tile)
     if stencil is not None and stencil.distributed:
@@ -309,8 +322,8 @@ def _transpose_blocks(tile: isl.ScheduleNode, members: tuple[int, int]) -> isl.S
     """The tile band ``tile`` with its point band cut into blocks of LANES along
     ``members`` (1 along the others), each under a transpose mark."""
     points = tile.child(0)
-    values = _sizes_of(points, [LANES if k in members else 1
-                                for k in range(points.band_n_member())])
+    values = sizes_value(points, [LANES if k in members else 1
+                                  for k in range(points.band_n_member())])
     marked = points.band_tile(values).child(0).insert_mark(
         isl.Id(TRANSPOSE_MARK, context=tile.get_ctx()))
     return marked.parent().parent()
@@ -336,10 +349,30 @@ def _channel_window(scop: Scop, band: isl.ScheduleNode) -> bool:
         for r, s in zip(statement.reads, reads))
 
 
+def _second_level(tile: isl.ScheduleNode, statements: set[str], extents: list[int | None],
+                  sizes: list[int], tile2: bool | int, notes: list[str]
+                  ) -> isl.ScheduleNode:
+    """The band of tile loops ``tile`` (first-level tiles of ``sizes``) tiled again
+    (:mod:`polyc.tiling.levels`), unless one second-level tile would hold the band."""
+    names = ", ".join(sorted(statements))
+    counts = levels.ratios(tile2, sizes)
+    shown = "x".join(map(str, counts))
+    if not levels.worth_it(extents, sizes, counts):
+        notes.append(f"band of {names}: one level of tiles (second-level tiles of {shown} "
+                     f"would hold the band, extents {extents})")
+        return tile
+    model = " (from the caches)" if tile2 is True else ""
+    notes.append(f"band of {names}: second-level tiles of {shown} tiles"
+                 f" ({'x'.join(str(s * c) for s, c in zip(sizes, counts))}){model}")
+    return tiled(tile, counts)
+
+
 def _sizes(scop: Scop, statements: set[str], stencil: Stencil | None, n: int,
-           size: int | tuple[int, ...] | None, *, diamond: bool) -> list[int]:
+           size: int | tuple[int, ...] | None, *, diamond: bool, level: int = 2
+           ) -> list[int]:
     """Tile size per member: ``size`` when given (one for all, or one per member), else
-    the stencil model or one size from the cache model."""
+    the stencil model or one size from the cache model (``level`` 1: the first of two
+    levels, one array's slice in L1, :mod:`polyc.tiling.cache`)."""
     if isinstance(size, tuple):
         if len(size) != n:
             raise PolycError(f"tile_size {size} for the band of {', '.join(sorted(statements))}:"
@@ -349,16 +382,10 @@ def _sizes(scop: Scop, statements: set[str], stencil: Stencil | None, n: int,
         return [size] * n
     if stencil is not None:
         return stencil_sizes(stencil, n, host_caches(), diamond=diamond)
+    if level == 1:
+        return [tile_size(1, level=1)] * n
     arrays = {a for s in statements for a in _arrays(scop, s)}
     return [tile_size(len(arrays))] * n
-
-
-def _sizes_of(band: isl.ScheduleNode, sizes: list[int]) -> isl.MultiVal:
-    """``sizes``, one per member of ``band``, as the MultiVal ``band_tile`` takes."""
-    values = isl.MultiVal.zero(band.band_get_space())
-    for k, chosen in enumerate(sizes):
-        values = values.set_val(k, isl.Val.int_from_si(band.get_ctx(), chosen))
-    return values
 
 
 def _extents(scop: Scop, band: isl.ScheduleNode) -> list[int | None]:
