@@ -57,7 +57,7 @@ from polyc.scheduler.legality import (
 from polyc.scheduler.tree import flag_text
 from polyc.scop.params import bind_parameters
 from polyc.tiling.levels import sizes_value, tile_options, tiled
-from polyc.trace import Trace, compile_option_names, plain, recorded
+from polyc.trace import Trace, compile_option_names, decided, plain, recorded
 
 Band = str | tuple[str, int] | Sequence[Any]
 
@@ -210,9 +210,16 @@ class Schedule:
         the second (for L2 around L1): ``tile2("S1", 32, 4)`` on ``(i, j)`` gives
         ``(i/128, j/128, i/32 mod 4, j/32 mod 4, i mod 32, j mod 32)``. Recorded in the
         trace as its two tilings. (The automatic tiling does the same to its rectangular
-        bands with ``tile2``: :mod:`polyc.tiling.levels`.)"""
-        self.tile(band, sizes)
-        return self.tile(band, outer)
+        bands with ``tile2``: :mod:`polyc.tiling.levels`.) Refused as :meth:`tile` is;
+        a refused second tiling leaves the first undone too."""
+        tree, steps = self.tree, len(self._trace.steps)
+        try:
+            self.tile(band, sizes)
+            return self.tile(band, outer)
+        except PolycError:
+            self.tree = tree
+            del self._trace.steps[steps:]
+            raise
 
     def diamond(self, band: Band, sizes: int | Sequence[int]) -> "Schedule":
         """Diamond tiles (Bandishti et al., SC'12; Pluto's ``--diamond-tile``) of a
@@ -381,10 +388,11 @@ class Schedule:
         options = replace(self._options, **{n: getattr(chosen, n) for n in names})
         self._trace.compile = recorded(options, self._kind)
         notes = tuple(f"steered: {line.strip()}" for line in str(self.trace).splitlines()[1:]
-                      if not line.strip().startswith(".compile("))
+                      if not line.strip().startswith((".compile(", "#")))
         result = ScheduleResult(self._options.scheduler, self.tree,
                                 self.decisions + notes)
         compilation = lower_schedule(self.scop, self._groups, result, options, _Stages())
+        self._trace.decided = decided(compilation.schedule.decisions)
         if self._graph is None:
             return CompiledModel(native_code(compilation), compilation).loaded()
         shown = replace(options, symbolic=self.start["symbolic"] or None)

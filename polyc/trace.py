@@ -37,6 +37,9 @@ class Trace:
     steps: list[dict[str, Any]] = field(default_factory=list)
     final: str = ""  # the tree after the steps
     compile: dict[str, Any] = field(default_factory=dict)  # Schedule.compile's options
+    # what the tiling and parallel stages decided when it was compiled (for reading and
+    # for checking a replay: :meth:`compiled`)
+    decided: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         options = ", ".join(f"{k}={v!r}" for k, v in self.start.items())
@@ -47,11 +50,13 @@ class Trace:
         if self.compile:
             options = ", ".join(f"{k}={v!r}" for k, v in self.compile.items())
             lines.append(f"  .compile({options})")
+        lines += [f"  # {decision}" for decision in self.decided]
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
         return {"version": TRACE_VERSION, "start": self.start, "initial": self.initial,
-                "steps": self.steps, "final": self.final, "compile": self.compile}
+                "steps": self.steps, "final": self.final, "compile": self.compile,
+                "decided": self.decided}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Trace":
@@ -61,7 +66,8 @@ class Trace:
         try:
             return cls(dict(data["start"]), str(data["initial"]),
                        [dict(step) for step in data["steps"]], str(data.get("final", "")),
-                       dict(data.get("compile") or {}))
+                       dict(data.get("compile") or {}),
+                       [str(d) for d in data.get("decided") or ()])
         except (KeyError, TypeError, ValueError) as error:
             raise PolycError(f"a schedule trace needs start, initial and steps: {error}"
                              ) from None
@@ -104,8 +110,19 @@ class Trace:
 
     def compiled(self, nest, **overrides):
         """:meth:`replay` on ``nest``, compiled with the options the trace recorded
-        (``overrides`` replace some: ``threads=2``)."""
-        return self.replay(nest).compile(**{**self.compile, **overrides})
+        (``overrides`` replace some: ``threads=2``); without overrides, a compile whose
+        tiling and parallel stages decide otherwise than the trace recorded (another
+        polyc) is a :class:`PolycError`."""
+        compiled = self.replay(nest).compile(**{**self.compile, **overrides})
+        now = decided(compiled.schedule.decisions)
+        if self.decided and now != self.decided and not overrides:
+            first = next(k for k, (a, b) in enumerate(zip([*now, ""], [*self.decided, ""]))
+                         if a != b)
+            raise PolycError("the tiling and parallel stages decided otherwise than when "
+                             f"the trace was made (another polyc version?): "
+                             f"{(now + ['nothing'])[first]!r} where the trace has "
+                             f"{(self.decided + ['nothing'])[first]!r}")
+        return compiled
 
 
 def trace_of(compilation, nest=None) -> Trace:
@@ -119,7 +136,13 @@ def trace_of(compilation, nest=None) -> Trace:
     kind = MODEL if compilation.graph is not None else NEST
     start = {**options.chosen(START, kind), "scheduler": compilation.schedule.scheduler}
     untiled = str(compilation.untiled)
-    return Trace(start, untiled, [], untiled, recorded(options, kind))
+    return Trace(start, untiled, [], untiled, recorded(options, kind),
+                 decided(compilation.schedule.decisions))
+
+
+def decided(decisions) -> list[str]:
+    """The decisions of the tiling and parallel stages among a compile's."""
+    return [d for d in decisions if d.startswith(("tiling:", "parallel:"))]
 
 
 def compile_option_names(kind: str) -> list[str]:

@@ -306,6 +306,37 @@ def test_an_interchange_that_runs_a_dependence_backward_is_refused():
     assert pluto_text(s) == ["T(S1): (t, 0, i)", "T(S2): (t, 1, i)"]
 
 
+@pytest.mark.parametrize("call, message", [
+    (lambda s: s.permute("S1", [2, 1, 0]), r"permute band 'S1' \(order=\[2, 1, 0\]\) refused: "
+                                           r"RAW dependence S2 -> S1 is not respected"),
+    (lambda s: s.shift("S1", 0, {"S2": -1}), r"shift band 'S1' \(member=0, amounts=\{'S2': "
+                                             r"-1\}\) refused: RAW dependence S1 -> S2"),
+    (lambda s: s.reverse("S1", 0), r"reverse band 'S1' \(member=0\) refused: RAW dependence "
+                                   r"S2 -> S1 is not respected"),
+    (lambda s: s.tile2("S1", 8, 2), r"tile band 'S1' refused: the band is not permutable: "
+                                    r"its member 1 runs the RAW dependence S2 -> S1"),
+    (lambda s: s.wavefront("S1"), r"wavefront band 'S1' \(\) refused: RAW dependence "
+                                  r"S2 -> S1 is not respected"),
+])
+def test_a_primitive_that_breaks_a_dependence_is_refused_and_changes_nothing(call, message):
+    s = original("jacobi-1d", JACOBI)
+    before = str(s.tree)
+    with pytest.raises(RefusedError, match=message) as refused:
+        call(s)
+    assert not refused.value.witness.is_empty()
+    assert str(s.tree) == before and s.trace.steps == []
+
+
+def test_a_refused_second_level_leaves_the_first_undone():
+    s = polyc.Schedule(KERNELS["jacobi-1d"].build(), params=JACOBI)  # Pluto's band: tileable
+    before = str(s.tree)
+    with pytest.raises(PolycError, match="tile sizes must be up to 2 positive ints"):
+        s.tile2("S1", [8, 16], [2, 2, 2])
+    assert str(s.tree) == before and s.trace.steps == []
+    s.tile2("S1", [8, 16], [2, 2])
+    assert [step["sizes"] for step in s.trace.steps] == [[8, 16], [2, 2]]
+
+
 def test_a_skew_that_reverses_time_is_refused():
     s = original("seidel-2d", {"T": 3, "N": 12})
     with pytest.raises(RefusedError, match="refused"):

@@ -12,7 +12,7 @@ import pytest
 
 import polyc
 from polyc.cli import main
-from polyc.errors import RefusedError
+from polyc.errors import PolycError, RefusedError
 from polyc.scop.polybench import KERNELS
 from polyc.tiling.cache import host_caches
 from polyc.trace import Trace, trace_of
@@ -101,3 +101,18 @@ def test_the_tuners_best_trace_compiles_again(tmp_path):
     out = trace.compiled(kernel.build()).run(arrays)
     for name, value in kernel.reference(kernel.params, arrays).items():
         np.testing.assert_allclose(out[name], value, rtol=1e-5, atol=1e-5)
+
+
+def test_a_trace_prints_and_checks_what_tiling_decided():
+    kernel, params = KERNELS["jacobi-2d"], {"T": 10, "N": 300}
+    compiled = kernel.build().compile(params=params, threads=1)
+    trace = trace_of(compiled.compilation)
+    assert trace.decided and all(d.startswith(("tiling:", "parallel:")) for d in trace.decided)
+    assert [d for d in compiled.schedule.decisions if d in trace.decided] == trace.decided
+    assert "\n  # tiling: band of S1, S2: tiles " in str(trace)
+    again = Trace.from_json(json.loads(json.dumps(trace.to_json())))
+    assert trace_of(again.compiled(kernel.build()).compilation).decided == trace.decided
+    changed = Trace.from_json({**trace.to_json(), "decided": ["tiling: something else"]})
+    with pytest.raises(PolycError, match=r"decided otherwise than when the trace was made "
+                                         r"\(another polyc version\?\): 'tiling: band of S1"):
+        changed.compiled(kernel.build())
