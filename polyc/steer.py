@@ -41,7 +41,7 @@ from typing import Any
 import islpy as isl
 
 from polyc.errors import IllegalScheduleError, PolycError, RefusedError
-from polyc.islutil import statement_names
+from polyc.islutil import map_bottom_up, statement_names
 from polyc.marks import LANES
 from polyc.marks import PARALLEL as PARALLEL_MARK
 from polyc.marks import VECTOR as VECTOR_MARK
@@ -389,7 +389,7 @@ class Schedule:
         self._trace.compile = recorded(options, self._kind)
         notes = tuple(f"steered: {line.strip()}" for line in str(self.trace).splitlines()[1:]
                       if not line.strip().startswith((".compile(", "#")))
-        result = ScheduleResult(self._options.scheduler, self.tree,
+        result = ScheduleResult(self._options.scheduler, self._flagged(),
                                 self.decisions + notes)
         compilation = lower_schedule(self.scop, self._groups, result, options, _Stages())
         self._trace.decided = decided(compilation.schedule.decisions)
@@ -403,6 +403,14 @@ class Schedule:
     compile.__doc__ += describe(NEST, compile_option_names(NEST), tile=False)
 
     # -- the machinery -------------------------------------------------------------
+
+    def _flagged(self) -> isl.Schedule:
+        """The tree with every band's permutable and coincident flags as the
+        dependences make them (what :meth:`bands` shows), which the tiling and parallel
+        stages go by: a scheduler such as ``original`` sets none, and isl's tiling
+        copies a band's own to its tile and point loops."""
+        return map_bottom_up(self.tree, lambda node: transform.set_flags(self.scop, node)
+                             if node.get_type() == isl.schedule_node_type.band else node)
 
     def _band(self, band: Band, rewrite: str | None = None) -> isl.ScheduleNode:
         """The band named ``band``; for ``rewrite`` (a primitive that rebuilds it),

@@ -93,6 +93,15 @@ def test_parallel_marks_a_loop_that_carries_nothing_and_refuses_one_that_does():
     assert str(s.trace.replay(KERNELS["matmul"].build()).tree) == str(s.tree)
 
 
+def test_an_unmarked_steered_schedule_gets_parallel_loops_from_its_dependences():
+    params = {"M": 300, "N": 300, "K": 30}  # (short sums: float32 within the tolerance)
+    s = original("matmul", params).tile("S2", 32)  # "original" sets no coincident flags
+    assert s.bands()[2]["flags"] == "pps"
+    compiled = s.compile(threads=2)
+    assert "parallel: S2: loop i/32 (c0)" in compiled.schedule.decisions
+    matches_reference("matmul", s, params, threads=2)
+
+
 def test_diamond_tiles_and_a_wavefront_of_plutos_jacobi_1d_band():
     params = {"T": 40, "N": 600}
     s = polyc.Schedule(KERNELS["jacobi-1d"].build(), params=params)
