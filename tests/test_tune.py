@@ -17,12 +17,13 @@ def test_a_grid_compiles_checks_and_times_every_point_against_the_original_loops
     found = target("jacobi-1d", params={"T": 4, "N": 64})
     chosen = tune(found, sizes=(4, 8), repeat=2, progress=False)
     labels = [p.label for p in chosen]
-    assert labels == [BASELINE, "pluto, untiled", "pluto", "pluto, no diamonds", "isl",
+    assert labels == [BASELINE, "pluto, untiled", "pluto", "pluto, no diamonds",
+                      "pluto, second-level tiles", "pluto, no contraction recipe", "isl",
                       "cost model", "pluto, tiles 4", "pluto, tiles 8"]
     assert all(p.error is None and len(p.times) == 2 and p.compile_s > 0 for p in chosen)
     rows = results.rows(chosen)
     assert rows[0]["speedup"] == pytest.approx(1.0)
-    assert rows[6]["options"] == {"scheduler": "pluto", "tile": True, "tile_size": 4}
+    assert rows[8]["options"] == {"scheduler": "pluto", "tile": True, "tile_size": 4}
     winner = results.best(chosen)
     assert winner.median == min(p.median for p in chosen)
 
@@ -64,7 +65,7 @@ def test_the_command_writes_json_csv_best_and_plots(tmp_path, capsys):
     assert main(["tune", "matmul", "--param", "M=24", "--sizes", "4,8", "--repeat", "2",
                  "-o", str(folder)]) == 0
     shown = capsys.readouterr().out
-    assert "matmul: 8 points, 2 interleaved rounds, 1 thread(s)" in shown
+    assert "matmul: 10 points, 2 interleaved rounds, 1 thread(s)" in shown
     data = json.loads((folder / "results.json").read_text())
     assert data["meta"]["details"]["params"]["M"] == 24
     assert [p["label"] for p in data["points"]][:2] == [BASELINE, "pluto, untiled"]

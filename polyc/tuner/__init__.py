@@ -61,8 +61,9 @@ class Point:
 def points(target: Target, sizes: tuple[int, ...] | None = None) -> list[Point]:
     """The strategies tried on ``target``, the baseline (the loops as written) first:
     for loop nests the schedulers (Pluto, isl) tiled or not, Pluto's tiles without
-    diamonds (parallelograms where it would make diamonds), Pluto's tiles at each
-    size of ``sizes`` (every band member), and the cost model's choice; for models the
+    diamonds (parallelograms where it would make diamonds), with second-level tiles
+    (``tile2``) and without the contraction recipe, Pluto's tiles at each size of
+    ``sizes`` (every band member), and the cost model's choice; for models the
     fusion policies tiled or not and smart fusion at each tile size."""
     sizes = target.sizes if sizes is None else sizes
     if target.kind == "onnx":
@@ -78,6 +79,10 @@ def points(target: Target, sizes: tuple[int, ...] | None = None) -> list[Point]:
              Point("pluto", {"scheduler": "pluto", "tile": True}),
              Point("pluto, no diamonds", {"scheduler": "pluto", "tile": True,
                                           "without": ["diamond"]}),
+             Point("pluto, second-level tiles", {"scheduler": "pluto", "tile": True,
+                                                 "tile2": True}),
+             Point("pluto, no contraction recipe", {"scheduler": "pluto", "tile": True,
+                                                    "without": ["recipe"]}),
              Point("isl", {"scheduler": "isl", "tile": True}),
              Point("cost model", {"autoselect": "model"})]
     found += [Point(f"pluto, tiles {size}", {"scheduler": "pluto", "tile": True,
@@ -111,10 +116,7 @@ def tune(target: Target, *, sizes: tuple[int, ...] | None = None, search: str = 
     _timed(target, chosen, runnable, repeat, show)
     winner = best(chosen)
     if winner is not None:  # (its trace only: a schedule's text costs time)
-        try:
-            winner.trace = trace_of(runnable[winner.label].compilation).to_json()
-        except PolycError:  # (sizes per statement: not a trace yet)
-            winner.trace = None
+        winner.trace = trace_of(runnable[winner.label].compilation).to_json()
     return chosen
 
 

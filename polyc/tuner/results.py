@@ -24,7 +24,8 @@ def rows(chosen: list[Point]) -> list[dict[str, Any]]:
 
 
 def table(chosen: list[Point]) -> str:
-    lines = [f"{'point':<24}{'compile s':>10}{'median ms':>11}{'min ms':>9}{'max ms':>9}"
+    width = max([len("point"), *(len(p.label) for p in chosen)]) + 2
+    lines = [f"{'point':<{width}}{'compile s':>10}{'median ms':>11}{'min ms':>9}{'max ms':>9}"
              f"{'x original':>12}  note"]
     winner = best(chosen)
     for row in rows(chosen):
@@ -34,7 +35,7 @@ def table(chosen: list[Point]) -> str:
         speedup = f"{row['speedup']:.2f}" if row["speedup"] is not None else "-"
         note = row["error"] or ("best" if winner is not None and row["label"] == winner.label
                                 else "")
-        lines.append(f"{row['label']:<24}{compile_s:>10}{ms[0]:>11}{ms[1]:>9}{ms[2]:>9}"
+        lines.append(f"{row['label']:<{width}}{compile_s:>10}{ms[0]:>11}{ms[1]:>9}{ms[2]:>9}"
                      f"{speedup:>12}  {note}")
     return "\n".join(lines)
 
