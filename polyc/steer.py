@@ -306,16 +306,21 @@ class Schedule:
         return self._rewrite("distribute", band, dict(at=at, order=order),
                              lambda node: transform.distribute(node, at, order))
 
-    def fuse(self, band: Band, depth: int | None = None) -> "Schedule":
+    def fuse(self, band: Band, depth: int | None = None, through: str | None = None
+             ) -> "Schedule":
         """Fuse ``band`` with its siblings: the first ``depth`` loops (default: as many
         as each has) of every band right below the same sequence become one band above
         it, the sequence ordering the statements inside each iteration. On the original
         loops of the ``fusion`` kernel, ``fuse("S1")``: ``(0, i, j)``, ``(1, i, j)``,
-        ``(2, i)`` -> ``(i, 0, j)``, ``(i, 1, j)``, ``(i, 2)``. Refused where a
-        dependence would run backward."""
+        ``(2, i)`` -> ``(i, 0, j)``, ``(i, 1, j)``, ``(i, 2)``. With ``through`` (a
+        statement), only the siblings from ``band``'s to that statement's are fused,
+        the others keep their loops: ``fuse("S1", through="S2")`` gives ``(0, i, j,
+        0)``, ``(0, i, j, 1)``, ``(1, i, 0, 0)``. Refused where a dependence would run
+        backward."""
         node = self._band(band, "fuse")
-        fused = transform.fuse_siblings(self.scop, node, depth)
-        return self._keep("fuse", band, dict(depth=depth), fused.get_schedule())
+        fused = transform.fuse_siblings(self.scop, node, depth, through)
+        args = dict(depth=depth) if through is None else dict(depth=depth, through=through)
+        return self._keep("fuse", band, args, fused.get_schedule())
 
     def unroll_jam(self, band: Band, member: int, factor: int) -> "Schedule":
         """Unroll ``member``'s loop by ``factor`` and jam the copies into the innermost

@@ -163,7 +163,32 @@ def test_fuse_sibling_loops_of_the_fusion_kernel():
         original("fusion").fuse("S1", 2)
 
 
+def test_fuse_through_fuses_a_chosen_run_of_siblings_only():
+    kernel = KERNELS["fusion"]
+    s = original("fusion").fuse("S2", through="S3")
+    assert pluto_text(s) == ["T(S1): (0, i, j, 0)", "T(S2): (1, i, 0, j)",
+                             "T(S3): (1, i, 1, 0)"]
+    assert s.trace.steps == [{"op": "fuse", "band": "S2", "depth": None, "through": "S3"}]
+    assert str(s.trace.replay(kernel.build()).tree) == str(s.tree)
+    matches_reference("fusion", s, kernel.params, threads=1)
+    with pytest.raises(PolycError, match=r"fuse through 'S9': no such statement below a "
+                                         r"sibling of the band \(below the sequence: S1, "
+                                         r"S2, S3\)"):
+        original("fusion").fuse("S1", through="S9")
+    with pytest.raises(PolycError, match="a statement of the band itself"):
+        original("fusion").fuse("S1", through="S1")
+
+
 def test_fusing_products_that_need_each_others_whole_result_is_refused():
+    params = KERNELS["2mm"].params
+    s = original("2mm")
+    with pytest.raises(RefusedError, match=r"fuse band 'S2' \(depth=2, through='S4'\) "
+                                           r"refused: RAW dependence S2 -> S4"):
+        s.fuse("S2", 2, through="S4")  # S4's row needs the whole of S2's
+    s.fuse("S2", 2, through="S3")      # S3 shares nothing with S2: legal, S4 apart
+    assert pluto_text(s)[1:] == ["T(S2): (1, i, j, 0, k)", "T(S3): (1, i, l, 1, 0)",
+                                 "T(S4): (2, i, l, j, 0)"]
+    matches_reference("2mm", s, params, threads=1)
     s = original("2mm")
     with pytest.raises(RefusedError, match=r"fuse band 'S1' \(depth=2\) refused: RAW "
                                            r"dependence S2 -> S4 is not respected"):

@@ -33,6 +33,7 @@ from polyc.islutil import (
     statement_names,
     union_maps,
     union_sets,
+    united,
 )
 from polyc.notation import natural
 from polyc.scheduler.legality import backward_member, live_dependences, named_pairs
@@ -158,11 +159,12 @@ def distribute(band: isl.ScheduleNode, at: int, order: Sequence[str]
     return [*found[:at], row, *found[at:]]
 
 
-def fuse_siblings(scop: Scop, band: isl.ScheduleNode, depth: int | None = None
-                  ) -> isl.ScheduleNode:
+def fuse_siblings(scop: Scop, band: isl.ScheduleNode, depth: int | None = None,
+                  through: str | None = None) -> isl.ScheduleNode:
     """The first ``depth`` members (default: as many as every sibling has) of ``band``
-    and of every other band right below the same sequence, fused into one band above
-    the sequence, which then orders the statements inside each iteration: in Pluto's
+    and of every other band right below the same sequence (or only of those from
+    ``band``'s to the one above statement ``through``), fused into one band above the
+    sequence, which then orders the statements inside each iteration: in Pluto's
     notation ``(0, i, j)``, ``(1, i, j)`` -> ``(i, 0, j)``, ``(i, 1, j)``. The fused
     band, its flags recomputed."""
     kinds = isl.schedule_node_type
@@ -172,6 +174,8 @@ def fuse_siblings(scop: Scop, band: isl.ScheduleNode, depth: int | None = None
             or sequence.get_type() not in (kinds.sequence, kinds.set):
         raise PolycError("the band is not right below a sequence of statements' loops: "
                          "nothing to fuse it with")
+    if through is not None:
+        sequence = _grouped(sequence, parent.get_child_position(), through)
     count = sequence.n_children()
     bands = [sequence.child(k).child(0) for k in range(count)]
     lacking = [k for k, b in enumerate(bands) if b.get_type() != kinds.band]
@@ -196,6 +200,36 @@ def fuse_siblings(scop: Scop, band: isl.ScheduleNode, depth: int | None = None
         node = child.delete().parent().parent()
     partial = multi_union(_space(bands[0], depth), fused)
     return set_flags(scop, node.insert_partial_schedule(partial))
+
+
+def _grouped(sequence: isl.ScheduleNode, at: int, through: str) -> isl.ScheduleNode:
+    """The children of ``sequence`` from position ``at`` to the one whose filter holds
+    statement ``through`` (either way), as a sequence of their own in its place: the
+    sequence of those children (the others stay where they were)."""
+    count = sequence.n_children()
+    filters = [sequence.child(k).filter_get_filter() for k in range(count)]
+    found = [k for k, f in enumerate(filters) if through in statement_names(f)]
+    if sequence.get_type() != isl.schedule_node_type.sequence or not found:
+        names = sorted({n for f in filters for n in statement_names(f)}, key=natural)
+        raise PolycError(f"fuse through {through!r}: no such statement below a sibling of "
+                         f"the band (below the sequence: {', '.join(names)})")
+    low, high = sorted((at, found[0]))
+    if low == high:
+        raise PolycError(f"fuse through {through!r}: a statement of the band itself; name "
+                         "one below a sibling")
+    if (low, high) == (0, count - 1):
+        return sequence
+    parts = [(0, low), (low, high + 1), (high + 1, count)]
+    groups = isl.UnionSetList.alloc(sequence.get_ctx(), 3)
+    for first, end in parts:
+        if first < end:
+            groups = groups.add(united(filters[first:end]))
+    node = sequence.insert_sequence(groups)
+    for position in reversed(range(node.n_children())):  # the others back in place
+        if position != (1 if low else 0) \
+                and node.child(position).child(0).get_type() == isl.schedule_node_type.sequence:
+            node = node.sequence_splice_child(position)
+    return node.child(low).child(0)
 
 
 def strip(band: isl.ScheduleNode, member: int, factor: int) -> list[isl.UnionPwAff]:
