@@ -308,6 +308,9 @@ def test_isolate_needs_a_tiled_band_with_a_full_tile():
     with pytest.raises(PolycError, match=r"interchange band 'S1': the band or one below it "
                                          r"is isolated"):
         s.interchange("S1", 0, 1)
+    fusion = original("fusion").tile("S1", [4, 4]).isolate("S1")
+    with pytest.raises(PolycError, match="a band below the sequence is isolated"):
+        fusion.fuse("S2")  # a sibling's band is isolated
 
 
 def test_an_unroll_and_jam_across_a_time_loop_is_refused():

@@ -174,6 +174,9 @@ def fuse_siblings(scop: Scop, band: isl.ScheduleNode, depth: int | None = None,
             or sequence.get_type() not in (kinds.sequence, kinds.set):
         raise PolycError("the band is not right below a sequence of statements' loops: "
                          "nothing to fuse it with")
+    if sequence.is_subtree_anchored():
+        raise PolycError("a band below the sequence is isolated (isolate): fuse before "
+                         "isolating")
     if through is not None:
         sequence = _grouped(sequence, parent.get_child_position(), through)
     count = sequence.n_children()
