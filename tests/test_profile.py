@@ -120,6 +120,8 @@ def test_loop_nest_profile():
     profile = compiled.profile({"A": np.ones(1000, np.float32)}, repeat=2)
     assert [r.flops for r in profile.rows] == [2000]
     assert profile.rows[0].bytes == 4000
+    head, row = str(profile).splitlines()[:2]
+    assert head.endswith("  statements") and row.endswith("  S (1 st.)")  # no ONNX nodes
 
 
 def test_a_repeated_subexpression_counts_once():

@@ -84,7 +84,9 @@ class Profile:
         ort = self.onnxruntime_wall is not None
         head = f"{'#':>4} {'ms':>9} {'share':>6} {'GFLOP/s':>8} {'GB/s':>7}"
         head += f" {'ort ms':>9} {'/ort':>6}" if ort else ""
-        lines = [f"{head}  ONNX nodes (statements)"]
+        # (a loop nest's rows are named by statements: it has no ONNX nodes)
+        nest = all(set(row.nodes) <= set(row.statements) for row in self.rows)
+        lines = [f"{head}  {'statements' if nest else 'ONNX nodes (statements)'}"]
         total = self.total or 1.0
         for k, row in enumerate(self.rows):
             line = (f"{k:>4} {row.seconds * 1e3:>9.4f} {row.seconds / total:>6.1%} "
