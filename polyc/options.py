@@ -41,6 +41,7 @@ DEFAULT_WINOGRAD = "2x2"
 FUSE_POLICIES = ("smart", "none", "max", "smartfuse", "nofuse", "maxfuse")
 AUTOSELECT_CHOICES = (None, "model", "measure")
 CACHE_LEVELS = ("l1", "l2", "l3")
+VECTOR_WIDTHS = (128, 256, 512)  # SSE, AVX(2), AVX-512F
 
 
 @dataclass(frozen=True)
@@ -248,6 +249,14 @@ def _autoselect(value):
     return value
 
 
+def checked_vector_bits(value) -> int | None:
+    """``value`` if it is None or one of :data:`VECTOR_WIDTHS`; else :class:`PolycError`."""
+    if value is None or (not isinstance(value, bool) and value in VECTOR_WIDTHS):
+        return value
+    raise PolycError(f"vector_bits must be one of {', '.join(map(str, VECTOR_WIDTHS))} (SSE, "
+                     f"AVX2, AVX-512) or None (the host's), got {value!r}")
+
+
 def checked_tile2(value) -> bool | int:
     """``value`` if it is a valid value of ``tile2`` (:mod:`polyc.tiling.levels`); else
     :class:`PolycError`."""
@@ -379,6 +388,12 @@ class Options:
         None, REST, "the cache sizes tiling sizes tiles and blocks for, by level "
         "(l1=32K,l2=512K,l3=32M; a level not given, and the default: the host's)",
         flag=Flag("value", parse_caches, "LEVEL=SIZE[,...]"), normal=_caches)
+
+    vector_bits: int | None = option(
+        None, REST, "the vector width in bits the tiling stage sizes register tiles for: "
+        "512 (AVX-512), 256 (AVX2) or 128 (default: the host's widest; the code still "
+        "runs on the host's)", flag=Flag("value", positive_int, "BITS"),
+        normal=checked_vector_bits)
 
     def __post_init__(self):
         for f in fields(self):

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import islpy as isl
 import numpy as np
 
-from polyc import __version__, config, progress, workers
+from polyc import __version__, config, host, progress, workers
 from polyc.codegen.apart import Apart, apart_possible, generate_apart
 from polyc.codegen.ast import LoopProgram, build_ast, parts
 from polyc.codegen.inplace import storage, write_in_place
@@ -215,8 +215,9 @@ def lower_schedule(scop: Scop, groups: FusionGroups, scheduled: ScheduleResult,
                    options: Options, stages: _Stages) -> Compilation:
     """A scheduled SCoP (:func:`schedule_scop`) -> LLVM IR: the legality check, the
     parameters bound, autoselection, tiling, parallel marks and code generation;
-    tiling sizes for ``options.caches`` (default: the host's)."""
-    with assumed(options.caches):
+    tiling sizes for ``options.caches`` and ``options.vector_bits`` (default: the
+    host's)."""
+    with assumed(options.caches), host.assumed(options.vector_bits):
         return _lowered(scop, groups, scheduled, options, stages)
 
 

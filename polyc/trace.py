@@ -153,12 +153,15 @@ def compile_option_names(kind: str) -> list[str]:
 
 def recorded(options: Options, kind: str) -> dict[str, Any]:
     """The compile options a trace records: :func:`compile_option_names`'s, with the
-    cache sizes tiling sizes for (the host's, unless given) written out."""
+    cache sizes and the vector width tiling sizes for (the host's, unless given)
+    written out."""
+    from polyc.host import host_vector_bits
     from polyc.tiling.cache import assumed, host_caches
     with assumed(options.caches):
         caches = dataclasses.asdict(host_caches())
     chosen = options.chosen(REST, kind)
-    return {**{n: chosen[n] for n in compile_option_names(kind)}, "caches": caches}
+    return {**{n: chosen[n] for n in compile_option_names(kind)}, "caches": caches,
+            "vector_bits": options.vector_bits or host_vector_bits()}
 
 
 def argument(value):

@@ -18,6 +18,7 @@ import polyc
 from polyc.errors import PolycError, ShapeError, UnsupportedOpError
 from polyc.frontend import import_model
 from polyc.frontend.core import Map, Reduce
+from polyc.host import assumed as assumed_vector_bits
 from polyc.tiling import parallel as parallel_stage
 from polyc.tiling.cache import Caches
 from polyc.tiling.microkernel import choose_blocking
@@ -30,6 +31,15 @@ from onnx_helpers import (
     run_reference,
     untiled_contraction,
 )
+
+
+@pytest.fixture(autouse=True)
+def avx512_register_tiles():
+    """The register tiles these tests name are AVX-512's: sized for it on every host
+    (tests/test_registers.py checks AVX2's)."""
+    with assumed_vector_bits(512):
+        yield
+
 
 RTOL, ATOL = 1e-4, 1e-5
 OPTIONS = [{}, {"fuse": "none"}, {"tile": False}]

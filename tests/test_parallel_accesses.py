@@ -60,7 +60,7 @@ def test_width_hints_name_one_register_of_the_widest_type(monkeypatch):
     # off by default (LLVM's own width was as fast on PolyBench); on, each loop marked
     # parallel also gets llvm.loop.vectorize.width: a register's lanes of its type
     import polyc.codegen.llvm as emitter
-    from polyc.codegen.target import vector_bits
+    from polyc.host import vector_bits
 
     nest = LoopNest("scaled", ["n"])
     a = nest.array("A", ("n", "n"), "float64")

@@ -8,7 +8,8 @@ from pathlib import Path
 import polyc
 
 STAGES = ["frontend", "scop", "fusion", "scheduler", "tiling", "codegen", "runtime"]
-BOTTOM = ["marks", "notation", "islutil", "errors", "config", "strategies", "options"]
+BOTTOM = ["marks", "notation", "islutil", "errors", "config", "strategies", "options",
+          "host"]
 ROOT = Path(polyc.__file__).parent
 
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass, replace
 import islpy as isl
 from llvmlite import ir
 
-from polyc.codegen import bytedot, folds, jam, parallel, scalars, sums, target, transpose, vector
+from polyc import host
+from polyc.codegen import bytedot, folds, jam, parallel, scalars, sums, transpose, vector
 from polyc.codegen.ast import LoopProgram, Offset, children, parts, unrolled_iterators
 from polyc.codegen.exprs import FAST, I1, I64, int_expr, value_name
 from polyc.codegen.layout import ALIGN, SCRATCH_FUNCTION, BufferPlan, constant_symbol
@@ -645,7 +646,7 @@ class _LoopEmitter:
                      for user in _users(node.for_get_body())
                      for access in (self.program.instance(user).statement.write,
                                     *self.program.instance(user).statement.reads))
-        return max(1, target.vector_bits() // (8 * max(1, widest)))
+        return max(1, host.vector_bits() // (8 * max(1, widest)))
 
     def _accumulations(self, node: isl.AstNode) -> bool:
         """Whether ``node`` (under marks) is statement instances that each update the

@@ -3,9 +3,10 @@
 Every native code path (JIT and AOT) goes through here, so that both see the same
 CPU, the same features and the same optimisation pipeline:
 
-- :func:`host_target_machine` builds a fresh ``TargetMachine`` for this CPU with its
-  full feature set and ``-prefer-256-bit``, so the vectorizer uses 512-bit (zmm)
-  registers on AVX-512 hosts (measured 16.7 -> 40.5 GFLOP/s on a tiled matmul);
+- :func:`host_target_machine` builds a fresh ``TargetMachine`` for this CPU
+  (:func:`polyc.host.host_cpu`) with its full feature set and ``-prefer-256-bit``, so
+  the vectorizer uses 512-bit (zmm) registers on AVX-512 hosts (measured 16.7 -> 40.5
+  GFLOP/s on a tiled matmul);
 - :func:`parse` reads the code generator's LLVM IR text, sets triple and data layout,
   and verifies it;
 - :func:`optimize` runs LLVM's new-pass-manager O3 pipeline in place.
@@ -16,41 +17,12 @@ LLVM's own message.
 
 from __future__ import annotations
 
-import functools
-
 import llvmlite.binding as llvm
 
 from polyc.errors import CodegenError
+from polyc.host import host_cpu, initialize  # (the host's, polyc.host: shared with tiling)
 
-# Without this the x86 backend keeps 256-bit vectors on AVX-512 CPUs.
-WIDE_VECTORS = "-prefer-256-bit"
 MESSAGE_LINES = 8
-
-
-@functools.cache
-def initialize() -> None:
-    """Initialise LLVM's native target and asm printer, once per process.
-
-    ``llvm.initialize()`` raises in llvmlite 0.50 and must not be called.
-    """
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-
-
-@functools.cache
-def host_cpu() -> tuple[str, str]:
-    """``(cpu name, feature string)`` of this machine, features ending in ``-prefer-256-bit``."""
-    initialize()
-    features = [f for f in llvm.get_host_cpu_features().flatten().split(",") if f]
-    return llvm.get_host_cpu_name(), ",".join([*features, WIDE_VECTORS])
-
-
-@functools.cache
-def vector_bits() -> int:
-    """The width of this CPU's widest vector registers in bits: 512 with AVX-512F, 256
-    with AVX, else 128 (SSE)."""
-    features = host_cpu()[1].split(",")
-    return 512 if "+avx512f" in features else 256 if "+avx" in features else 128
 
 
 def host_target_machine(*, reloc: str = "default", jit: bool = False) -> llvm.TargetMachine:

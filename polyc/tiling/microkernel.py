@@ -151,6 +151,49 @@ PARALLEL_COLUMN_BLOCKS = 4
 
 
 @dataclass(frozen=True)
+class RegisterFile:
+    """The register tiles of one vector width (the constants above are AVX-512's, whose
+    32 zmm registers hold 24 accumulators of 16 floats). Accumulators are counted in
+    polyc's vectors of :data:`LANES` floats, whatever registers they take."""
+
+    tiles: tuple[tuple[int, int], ...]
+    symbolic_tiles: tuple[tuple[int, int], ...]
+    wide_tiles: tuple[tuple[int, int], ...]
+    seven_row_tile: tuple[int, int] | None  # (None: no such tile)
+    accumulators: int
+    few_rows_vectors: int
+    direct_rows: tuple[int, ...]
+    exact_direct_rows: Sequence[int]
+    direct_columns: int
+    narrow_direct_accumulators: int
+
+
+ZMM = RegisterFile(REGISTER_TILES, SYMBOLIC_ROW_TILES, WIDE_TILES, SEVEN_ROW_TILE,
+                   ACCUMULATORS, FEW_ROWS_VECTORS, PACKED_DIRECT_ROWS, EXACT_DIRECT_ROWS,
+                   PACKED_DIRECT_COLUMNS, NARROW_DIRECT_ACCUMULATORS)
+# AVX2's 16 ymm registers of 8 floats: 12 accumulators (6 of polyc's vectors), a
+# broadcast of A and a load of B, as BLIS's 6x16 Haswell kernel. AVX-512's tiles there
+# (24 zmm accumulators: 48 ymm) spilled: matmul+add+relu 1024^3, 1 thread, interleaved
+# with onnxruntime (AVX2 Zen 3): 6x64 tiles 81.6-86.0 ms, 3.1-3.2x onnxruntime's
+# time; 6x16, 5x16 and 4x16 24.6-27.2 ms, 0.93-1.02x; 3x32 54.1 ms, 2x48 48.2 ms.
+# Doubles: 16 lanes are 4 ymm registers, so tiles of 8 (half) or 16 columns.
+YMM = RegisterFile(tiles=((6, 16), (5, 16), (4, 16)),
+                   symbolic_tiles=((4, 16), (2, 32)),
+                   wide_tiles=((6, 8), (3, 16)),
+                   seven_row_tile=None, accumulators=6, few_rows_vectors=4,
+                   direct_rows=(6, 5, 4), exact_direct_rows=range(3, 7), direct_columns=16,
+                   narrow_direct_accumulators=6)
+
+
+def register_file(bits: int | None = None) -> RegisterFile:
+    """The register tiles for vectors of ``bits`` (default: the width the compile sizes
+    for, :func:`polyc.host.vector_bits`): :data:`ZMM` with AVX-512, else :data:`YMM`
+    (SSE's 16 xmm registers too, which then spill: no SSE-only host has been measured)."""
+    from polyc.host import vector_bits  # (llvmlite: only when a contraction is tiled)
+    return ZMM if (bits or vector_bits()) >= 512 else YMM
+
+
+@dataclass(frozen=True)
 class Blocking:
     """Register tile ``mr x nr`` and cache blocks ``mc x nc x kc`` (in elements)."""
 
@@ -184,7 +227,8 @@ def as_blocking(value) -> Blocking | None:
     return Blocking(mr, nr, mc, nc, kc)
 
 
-def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -> Blocking:
+def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False,
+                    registers: RegisterFile | None = None) -> Blocking:
     """Sizes from the shape and the caches:
 
     - the register tile that leaves the fewest columns (then rows) to partial tiles
@@ -213,11 +257,13 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
       with column tiles inside row tiles it matters little).
 
     Blocks never exceed the extents (rounded up to whole register tiles). A product of
-    doubles: :func:`_wide_blocking`."""
+    doubles: :func:`_wide_blocking`. The tiles are those of ``registers`` (default:
+    :func:`register_file`, the host's vector width): the names above are AVX-512's."""
+    r = registers or register_file()
     if c.wide:
-        return _wide_blocking(c, caches)
+        return _wide_blocking(c, caches, r)
     m, n, k = c.size("i"), c.size("j"), c.size("k")
-    tiles = SYMBOLIC_ROW_TILES if isinstance(c.extent("i"), str) else REGISTER_TILES
+    tiles = r.symbolic_tiles if isinstance(c.extent("i"), str) else r.tiles
     inner = c.inner_size
     columns = lambda t: _columns_left(n, t)  # noqa: E731
     # a direct convolution: the most work in full tiles, then full rows (3x3 conv 64ch
@@ -226,15 +272,16 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     mr, nr = min(tiles, key=(lambda t: (-full(t), m % t[0])) if c.inner else
                  (lambda t: (columns(t), m % t[0])))
     if not c.inner and m % mr and m < FEW_ROW_TILES * mr:  # a partial tile of many rows
-        exact = [t for t in REGISTER_TILES + SYMBOLIC_ROW_TILES
+        exact = [t for t in r.tiles + r.symbolic_tiles
                  if m % t[0] == 0 and columns(t) == 0]
         if exact:
             mr, nr = max(exact, key=lambda t: t[0] * t[1])
-    if not c.inner and m % mr and m <= SEVEN_ROWS and m % SEVEN_ROW_TILE[0] == 0 \
-            and n >= SEVEN_ROW_TILE[1] and tiles is REGISTER_TILES and (
-                not parallel or _two_thread_work(m, n, SEVEN_ROW_TILE, _balanced_share)
+    seven = r.seven_row_tile
+    if seven and not c.inner and m % mr and m <= SEVEN_ROWS and m % seven[0] == 0 \
+            and n >= seven[1] and tiles is r.tiles and (
+                not parallel or _two_thread_work(m, n, seven, _balanced_share)
                 < _two_thread_work(m, n, (mr, nr), _floor_share)):
-        mr, nr = SEVEN_ROW_TILE
+        mr, nr = seven
     if parallel and not c.inner and n // nr < PARALLEL_COLUMN_BLOCKS and columns((mr, nr)) == 0:
         split = [t for t in tiles if columns(t) == 0 and n // t[1] >= PARALLEL_COLUMN_BLOCKS
                  and m % t[0] <= m % mr]
@@ -242,12 +289,12 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
             mr, nr = max(split, key=lambda t: t[1])
     if not c.inner and LANES <= n < min(t[1] for t in tiles):  # narrow: whole vectors
         nr = n // LANES * LANES
-        mr = min(ACCUMULATORS // (nr // LANES), m)
+        mr = max(1, min(r.accumulators // (nr // LANES), m))
     few_rows = m < min(t[0] for t in tiles) and n >= LANES
     if few_rows and (k >= FEW_ROWS_STEPS or not c.b_contiguous):
-        mr, nr = m, LANES * max(1, min(FEW_ROWS_VECTORS, ACCUMULATORS // m, n // LANES))
+        mr, nr = m, LANES * max(1, min(r.few_rows_vectors, r.accumulators // m, n // LANES))
     if c.direct:  # a direct conv, its weights packed
-        mr, nr = _direct_tile(m, n)
+        mr, nr = _direct_tile(m, n, r)
     # with inner reductions a k step is a whole kernel window
     kc = _even_blocks(k, KC) if not c.inner else \
         _even_blocks(k, caches.l2 // 2 // (inner * nr * FLOAT_BYTES))
@@ -257,17 +304,17 @@ def choose_blocking(c: Contraction, caches: Caches, *, parallel: bool = False) -
     row_tiles = c.shared_size if rows_inside else -(-m // mr)
     if parallel and tiles >= PARALLEL_COLUMN_BLOCKS and (
             k > kc or row_tiles < 2 * PARALLEL_COLUMN_BLOCKS):
-        share = _balanced_share if (mr, nr) == SEVEN_ROW_TILE else _floor_share
+        share = _balanced_share if (mr, nr) == seven else _floor_share
         nc = min(nc, nr * share(tiles))
     return Blocking(mr, nr, mc, nc, kc)
 
 
-def _wide_blocking(c: Contraction, caches: Caches) -> Blocking:
+def _wide_blocking(c: Contraction, caches: Caches, r: RegisterFile) -> Blocking:
     """A product of doubles (a vector of 16 is two registers): of :data:`WIDE_TILES`, the
     one leaving the fewest columns (then rows) to partial tiles (all the rows when there
     are fewer); blocks as for floats with 8-byte elements."""
     m, n, k = c.size("i"), c.size("j"), c.size("k")
-    mr, nr = min(WIDE_TILES, key=lambda t: (_columns_left(n, t), m % t[0]))
+    mr, nr = min(r.wide_tiles, key=lambda t: (_columns_left(n, t), m % t[0]))
     mr = min(mr, m)
     kc = _even_blocks(k, KC)
     mc, nc = _cache_blocks(caches, kc, DOUBLE_BYTES, (mr, nr), m, n)
@@ -318,27 +365,30 @@ def _two_thread_work(m: int, n: int, tile: tuple[int, int], share) -> int:
     return -(-m // mr) * mr * _busier(tiles, share(tiles)) * nr
 
 
-def _direct_tile(m: int, n: int) -> tuple[int, int]:
+def _direct_tile(m: int, n: int, r: RegisterFile) -> tuple[int, int]:
     """The register tile of a direct conv with packed weights over ``m`` pixels of an
     output row and ``n`` channels (see :func:`choose_blocking`)."""
     # 24, 40 or 56 channels (MobileNet's and EfficientNet's projections), which the
     # lowering computes as they are: one tile wide, its last 8 a half vector (codegen's
     # HALF lanes)
     half_vector = ends_in_half_vector(n)
-    if n >= PACKED_DIRECT_COLUMNS or half_vector:
+    columns = r.direct_columns
+    if n >= columns or half_vector:
         if half_vector:
             nr = n
-        elif n % PACKED_DIRECT_COLUMNS == LANES:  # (a last tile of one vector)
+        elif n % columns == LANES:  # (a last tile of one vector)
             nr = LANES
         else:
-            nr = PACKED_DIRECT_COLUMNS
-        mr = min(PACKED_DIRECT_ROWS, key=lambda r: -(-m // r) * r)
-        exact = [r for r in EXACT_DIRECT_ROWS if m % r == 0]
+            nr = columns
+        mr = min(r.direct_rows, key=lambda rows: -(-m // rows) * rows)
+        exact = [rows for rows in r.exact_direct_rows if m % rows == 0]
         if m % mr and exact:
             mr = max(exact)
+        if r is not ZMM:  # no more accumulators than the registers hold (vectors rounded up)
+            mr = max(1, min(mr, r.accumulators // -(-nr // LANES)))
     else:  # fewer channels: a narrower tile, more pixels
         nr = max(n // LANES, 1) * LANES
-        mr = NARROW_DIRECT_ACCUMULATORS // (nr // LANES)
+        mr = r.narrow_direct_accumulators // (nr // LANES)
     return min(mr, m), nr  # a row of fewer pixels: one tile of all of them
 
 
