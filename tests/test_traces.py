@@ -13,6 +13,7 @@ import pytest
 import polyc
 from polyc.cli import main
 from polyc.errors import PolycError, RefusedError
+from polyc.host import host_vector_bits
 from polyc.scop.polybench import KERNELS
 from polyc.tiling.cache import host_caches
 from polyc.trace import Trace, trace_of
@@ -33,7 +34,8 @@ def test_a_nests_compile_replays_to_the_same_code():
                              "tile_size": [8, 64], "blocking": None, "threads": 1,
                              "profile": False, "memory_limit": None,
                              "parallel_hints": True, "without": [], "tile2": False,
-                             "caches": dataclasses.asdict(host_caches())}
+                             "caches": dataclasses.asdict(host_caches()),
+                             "vector_bits": host_vector_bits()}
     again = Trace.from_json(json.loads(json.dumps(trace.to_json()))).compiled(kernel.build())
     assert again.compilation.llvm_ir == compiled.compilation.llvm_ir
     assert trace_of(again.compilation).to_json() == trace.to_json()
