@@ -46,7 +46,7 @@ def test_avx2_tiles_leave_registers_for_a_broadcast_and_a_load():
     assert register_file(512) is ZMM and register_file(256) is YMM
 
 
-@pytest.mark.parametrize(("shape", "tile"), [((1024, 1024, 1024), (4, 16)),
+@pytest.mark.parametrize(("shape", "tile"), [((1024, 1024, 1024), (6, 16)),
                                              ((1000, 1100, 1200), (5, 16)),
                                              ((96, 64, 128), (6, 16))])
 def test_a_products_tile_on_avx2(shape, tile):

@@ -175,9 +175,12 @@ ZMM = RegisterFile(REGISTER_TILES, SYMBOLIC_ROW_TILES, WIDE_TILES, SEVEN_ROW_TIL
 # broadcast of A and a load of B, as BLIS's 6x16 Haswell kernel. AVX-512's tiles there
 # (24 zmm accumulators: 48 ymm) spilled: matmul+add+relu 1024^3, 1 thread, interleaved
 # with onnxruntime (AVX2 Zen 3): 6x64 tiles 81.6-86.0 ms, 3.1-3.2x onnxruntime's
-# time; 6x16, 5x16 and 4x16 24.6-27.2 ms, 0.93-1.02x; 3x32 54.1 ms, 2x48 48.2 ms.
+# time; 6x16, 5x16 and 4x16 24.6-27.2 ms, 0.93-1.02x; 3x32 54.1 ms, 2x48 48.2 ms. No
+# 4x16 though: where A is read through divisions (BERT's attention output projection,
+# its context head-major) 4x16 tiles ran at 19-28 GFLOP/s, 3x16 at 66, 5x16 and 6x16
+# at 75-89 (bert4, 128 x 512 x 512, 1 thread, polyc's profile).
 # Doubles: 16 lanes are 4 ymm registers, so tiles of 8 (half) or 16 columns.
-YMM = RegisterFile(tiles=((6, 16), (5, 16), (4, 16)),
+YMM = RegisterFile(tiles=((6, 16), (5, 16)),
                    symbolic_tiles=((4, 16), (2, 32)),
                    wide_tiles=((6, 8), (3, 16)),
                    seven_row_tile=None, accumulators=6, few_rows_vectors=4,
