@@ -314,9 +314,12 @@ print(json.dumps({"new_threads": len(os.listdir("/proc/self/task")) - before}))
 
 @pytest.mark.parametrize("omp_threads", ["1", "3"])
 def test_artifact_follows_omp_num_threads_in_a_fresh_process(tmp_path, omp_threads):
-    model = matmul_model(257, 64, 300)  # 7 column blocks in parallel
+    model = matmul_model(257, 64, 300)
     inputs = random_inputs(model, seed=6)
-    compiled = polyc.compile(model, fast_math=False)
+    # AVX-512's tiles on every host: row blocks of 128, 128 and 1 rows, regions of 16,
+    # 16 and 1 iterations (AVX2's last block of 7 rows is a region of 2, which shrinks
+    # libgomp's team to 2 threads, so the count below would not see OMP_NUM_THREADS)
+    compiled = polyc.compile(model, fast_math=False, vector_bits=512)
     serial = polyc.compile(model, threads=1, fast_math=False).run(inputs)["y"]
     compiled.save(tmp_path / "mm.so")
     np.save(tmp_path / "a.npy", inputs["a"])
