@@ -335,9 +335,7 @@ def _write_trace(path: Path | None, compiled) -> None:
     if path is None:
         return
     from polyc.trace import trace_of
-    trace = trace_of(compiled.compilation)
-    with replacing(path) as partial:
-        trace.save(partial)
+    trace_of(compiled.compilation).save(path)
     print(f"wrote {path} (the compile's trace)")
 
 

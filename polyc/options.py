@@ -57,6 +57,10 @@ class Flag:
     name: str | None = None  # the flag, when not the option's name with dashes
     gather: Callable[[list, str], Any] | None = None
 
+    def flag(self, option: str) -> str:
+        """The flag of ``option`` (its name with dashes unless :attr:`name`)."""
+        return self.name or "--" + option.replace("_", "-")
+
 
 def option(default, stage: str, help: str, *, kinds: tuple[str, ...] = (MODEL, NEST),  # noqa: A002
            by_kind: Mapping[str, Any] | None = None, flag: Flag | None = None,
@@ -483,7 +487,7 @@ def add_arguments(group, kinds: Sequence[str], skip: Sequence[str] = ()) -> None
         flag: Flag | None = f.metadata["flag"]
         if flag is None or f.name in skip or not set(kinds) & set(f.metadata["kinds"]):
             continue
-        name = flag.name or "--" + f.name.replace("_", "-")
+        name = flag.flag(f.name)
         extra = {"metavar": flag.metavar} if flag.metavar else {}
         if flag.choices:
             extra["choices"] = flag.choices
@@ -509,6 +513,6 @@ def given(args: argparse.Namespace) -> dict[str, Any]:
         if value is None:
             continue
         flag: Flag = f.metadata["flag"]
-        found[f.name] = flag.gather(value, flag.name or "--" + f.name.replace("_", "-")) \
-            if flag.gather is not None else value
+        found[f.name] = flag.gather(value, flag.flag(f.name)) if flag.gather is not None \
+            else value
     return found

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from polyc.errors import PolycError
 from polyc.options import MODEL, NEST, REST, START, Options, option_names, plain
+from polyc.runtime.output import replacing
 
 if TYPE_CHECKING:
     from polyc.steer import Schedule
@@ -73,12 +74,10 @@ class Trace:
                              ) from None
 
     def save(self, path) -> None:
-        """Write the trace as JSON to ``path`` (a new file, or one it replaces whole)."""
-        path = Path(path)
-        text = json.dumps(self.to_json(), indent=1) + "\n"
-        partial = path.with_name(path.name + ".partial")
-        partial.write_text(text)
-        partial.replace(path)
+        """Write the trace as JSON to ``path`` (a new file, or one it replaces whole:
+        :func:`polyc.runtime.output.replacing`)."""
+        with replacing(path) as temporary:
+            temporary.write_text(json.dumps(self.to_json(), indent=1) + "\n")
 
     @classmethod
     def load(cls, path) -> "Trace":
@@ -125,7 +124,7 @@ class Trace:
         return compiled
 
 
-def trace_of(compilation, nest=None) -> Trace:
+def trace_of(compilation) -> Trace:
     """The trace of an automatic compile (a loop nest's, a C kernel's or an ONNX
     model's :class:`~polyc.pipeline.Compilation`): its first stages' options, the
     schedule tiling started from (the autoselected one, if any) and the options of

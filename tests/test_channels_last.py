@@ -19,18 +19,11 @@ import polyc
 from polyc.codegen import target
 from polyc.frontend import import_model
 from polyc.frontend.core import Map, View
-from polyc.host import assumed as assumed_vector_bits
 from polyc.runtime.jit import JitModule
 
 from onnx_helpers import make_model, random_inputs, run_onnxruntime
 
-
-@pytest.fixture(autouse=True)
-def avx512_register_tiles():
-    """The register tiles these tests name are AVX-512's: sized for it on every host
-    (tests/test_registers.py checks AVX2's)."""
-    with assumed_vector_bits(512):
-        yield
+pytestmark = pytest.mark.usefixtures("avx512_register_tiles")  # the tiles named here
 
 
 RTOL, ATOL = 1e-4, 1e-4

@@ -18,7 +18,6 @@ from onnx import helper
 import polyc
 from polyc.cli import main
 from polyc.errors import PolycError
-from polyc.host import assumed as assumed_vector_bits
 from polyc.islutil import union_maps
 from polyc.scheduler import check_legality
 from polyc.scop.nest import LoopNest
@@ -28,13 +27,7 @@ from polyc.tiling.microkernel import Blocking, choose_blocking
 
 from onnx_helpers import ATOL, RTOL, make_model, random_inputs, run_onnxruntime, untiled_contraction
 
-
-@pytest.fixture(autouse=True)
-def avx512_register_tiles():
-    """The register tiles these tests name are AVX-512's: sized for it on every host
-    (tests/test_registers.py checks AVX2's)."""
-    with assumed_vector_bits(512):
-        yield
+pytestmark = pytest.mark.usefixtures("avx512_register_tiles")  # the tiles named here
 
 
 SMALL = Blocking(mr=3, nr=32, mc=6, nc=64, kc=8)  # partial tiles on odd shapes

@@ -18,7 +18,6 @@ import polyc
 from polyc.errors import PolycError, ShapeError, UnsupportedOpError
 from polyc.frontend import import_model
 from polyc.frontend.core import Map, Reduce
-from polyc.host import assumed as assumed_vector_bits
 from polyc.tiling import parallel as parallel_stage
 from polyc.tiling.cache import Caches
 from polyc.tiling.microkernel import choose_blocking
@@ -32,13 +31,7 @@ from onnx_helpers import (
     untiled_contraction,
 )
 
-
-@pytest.fixture(autouse=True)
-def avx512_register_tiles():
-    """The register tiles these tests name are AVX-512's: sized for it on every host
-    (tests/test_registers.py checks AVX2's)."""
-    with assumed_vector_bits(512):
-        yield
+pytestmark = pytest.mark.usefixtures("avx512_register_tiles")  # the tiles named here
 
 
 RTOL, ATOL = 1e-4, 1e-5

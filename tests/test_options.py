@@ -39,7 +39,7 @@ def test_the_command_lines_flags_come_from_the_options(command, kind, capsys):
     skipped = {"symbolic"} if command == "cc" else set()
     for f in fields(Options):
         if kind in f.metadata["kinds"] and f.name not in skipped:
-            flag = f.metadata["flag"].name or "--" + f.name.replace("_", "-")
+            flag = f.metadata["flag"].flag(f.name)
             assert flag in text, (command, flag)
 
 

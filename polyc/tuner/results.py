@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from polyc.runtime.output import replacing
 from polyc.tuner import BASELINE, Point, best
 
 FIELDS = ("label", "options", "compile_s", "median_s", "min_s", "max_s", "runs", "speedup",
@@ -47,12 +48,11 @@ def write(folder: Path, chosen: list[Point], meta: dict[str, Any]) -> list[Path]
     found = rows(chosen)
     written = [folder / "results.json", folder / "results.csv"]
     _replace(written[0], json.dumps({"meta": meta, "points": found}, indent=1) + "\n")
-    with open(folder / "results.csv.partial", "w", newline="") as handle:
+    with replacing(written[1]) as temporary, open(temporary, "w", newline="") as handle:
         out = csv.DictWriter(handle, FIELDS)
         out.writeheader()
         for row in found:
             out.writerow({**row, "options": json.dumps(row["options"], sort_keys=True)})
-    (folder / "results.csv.partial").replace(written[1])
     winner = best(chosen)
     if winner is not None:
         written.append(folder / "best.json")
@@ -125,6 +125,6 @@ def plot(folder: Path, found: list[dict[str, Any]], meta: dict[str, Any]) -> lis
 
 
 def _replace(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text)
-    partial.replace(path)
+    """``text`` as the whole of ``path`` (:func:`polyc.runtime.output.replacing`)."""
+    with replacing(path) as temporary:
+        temporary.write_text(text)
